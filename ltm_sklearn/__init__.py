@@ -1,0 +1,7 @@
+"""ltm_sklearn: scikit-learn compatible estimators for latent tree graphical models."""
+
+from ._spectral import SpectralLatentTree
+from .tree import LatentTree
+
+__all__ = ["LatentTree", "SpectralLatentTree"]
+__version__ = "0.1.0.dev0"

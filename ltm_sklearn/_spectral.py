@@ -1,0 +1,329 @@
+"""Spectral learning of latent tree models (papers/003, Parikh, Song & Xing 2011).
+
+Observable representation
+-------------------------
+Root the tree at a hidden node. For every non-root node ``i`` with parent ``p`` pick a
+*representative* observed leaf ``rep(i)`` inside the subtree ``T_i`` and a *reference*
+observed leaf ``ref(i)`` outside it, and take the thin SVD of their pair marginal
+``P[X_rep(i), X_ref(i)] = U_i diag(s_i) V_i^T`` (top ``k'`` singular triplets; papers/003
+Algorithm 1 step 3). The transformed message of ``T_i`` is
+
+    n_i(x_{T_i}) = diag(s_i)^-1 V_i^T P[X_ref(i), x_{T_i}]   (a k'-vector).
+
+Writing ``m_i = P[x_{T_i} | X_p]`` (the true message, papers/003 eq. (9)) this is
+``n_i = F_i m_i`` with ``F_i = diag(s_i)^-1 V_i^T O_{ref(i)|p} diag(P[X_p])`` invertible, and
+``F_i^-1 = (U_i^T O_{rep(i)|p})^T`` because ``U_i^T P[X_rep, X_ref] V_i = diag(s_i)``: the
+sandwich ``R L^-1 = I`` of papers/003 section 5.1, realised with the same singular vectors
+``U`` that eq. (18)-(21) use. From this:
+
+* leaf ``i``: ``n_i(x_i) = U_i[x_i, :]`` (a row of the left singular vectors);
+* hidden ``h`` with children ``c1, c2`` (eq. (21)/(29), the transition tensor):
+  ``n_h = C_h x_2 n_c1 x_3 n_c2`` with the projected triple
+  ``C_h = P[X_ref(h), X_rep(c1), X_rep(c2)] x_1 (diag(s_h)^-1 V_h^T) x_2 U_c1^T x_3 U_c2^T``;
+  with a single child the projected pair plays the same role;
+* root with children ``c_1..c_J`` (eq. (34), ``J <= 3``):
+  ``P(x) = P[X_rep(c_1), ..., X_rep(c_J)] x_j (U_cj^T n_cj)``.
+
+Hidden nodes with more children than these moments allow are binarised with *virtual*
+copies of the node (same hidden state), which plays the role of the cyclic sibling order
+and "adopted" children of papers/003 section 5.2 and keeps every moment at order <= 3.
+Representative and reference leaves are chosen among the nearest leaves to maximise the
+``k'``-th singular value of their pair marginal (papers/003 section 5.3, Theorem 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .moments import MISSING, UNSEEN
+
+# Candidates per side when choosing representative / reference leaves.
+_N_CANDIDATES = 2
+# Relative singular-value cutoff of the edge SVDs (pseudo-inverse threshold).
+_RCOND = 1e-10
+
+
+@dataclass
+class _Node:
+    host: int  # tree node represented (virtual nodes carry their hidden host)
+    children: list = field(default_factory=list)  # computation-node ids
+    leaves: tuple = ()  # observed variables in the subtree
+    parent: int = -1
+    rep: int = -1
+    ref: int = -1
+
+
+@dataclass
+class SpectralParams:
+    """Fitted observable representation, in postorder of the computation tree."""
+
+    nodes: list  # _Node records, children before parents; the root last
+    leaf_tables: dict  # node id -> (n_states + 2, r): rows for codes, MISSING, UNSEEN
+    cores: dict  # node id -> projected moment tensor
+    log_normaliser: float = 0.0
+
+
+def computation_tree(tree):
+    """Binarise ``tree`` (rooted) into computation nodes, postorder, root last.
+
+    A non-root node keeps at most two children and the root at most three; extra children
+    are grouped pairwise under virtual copies of their parent.
+    """
+    nodes = []
+
+    def new(host, children):
+        leaves = tuple(sorted(v for c in children for v in nodes[c].leaves))
+        nodes.append(_Node(host=host, children=list(children), leaves=leaves))
+        nid = len(nodes) - 1
+        for c in children:
+            nodes[c].parent = nid
+        return nid
+
+    def expand(u, is_root):
+        if u < tree.n_observed and not tree.children[u]:
+            nodes.append(_Node(host=u, leaves=(u,)))
+            return len(nodes) - 1
+        kids = [expand(c, False) for c in tree.children[u]]
+        limit = 3 if is_root else 2
+        while len(kids) > limit:
+            grouped = [new(u, kids[i : i + 2]) for i in range(0, len(kids) - 1, 2)]
+            if len(kids) % 2:
+                grouped.append(kids[-1])
+            kids = grouped
+        return new(u, kids)
+
+    expand(tree.root, True)
+    return nodes
+
+
+def _choose_rep_ref(tree, nodes, moments, k):
+    """Pick ``rep``/``ref`` of every non-root computation node (papers/003 section 5.3)."""
+    hops = tree.hop_distances()
+    d = tree.n_observed
+    all_leaves = np.arange(d)
+    choices = {}
+    for nid, node in enumerate(nodes[:-1]):
+        inside = np.asarray(node.leaves)
+        outside = np.setdiff1d(all_leaves, inside, assume_unique=True)
+        if outside.size == 0:
+            continue
+        near = hops[node.host]
+        reps = inside[np.argsort(near[inside], kind="stable")[:_N_CANDIDATES]]
+        refs = outside[np.argsort(near[outside], kind="stable")[:_N_CANDIDATES]]
+        choices[nid] = [(int(a), int(b)) for a in reps for b in refs]
+    wanted = sorted({(min(a, b), max(a, b)) for c in choices.values() for a, b in c})
+    tables = moments.pairs(wanted)
+    for nid, cands in choices.items():
+        best, best_s = cands[0], -np.inf
+        for a, b in cands:
+            s = np.linalg.svd(_oriented(tables, a, b), compute_uv=False)
+            sk = s[min(k, s.size) - 1]
+            if sk > best_s:
+                best, best_s = (a, b), sk
+        nodes[nid].rep, nodes[nid].ref = best
+    return tables
+
+
+def _oriented(tables, a, b):
+    return tables[(a, b)] if a < b else tables[(b, a)].T
+
+
+def _edge_svd(P, k):
+    U, s, Vt = np.linalg.svd(P, full_matrices=False)
+    if s.size == 0 or s[0] <= 0:
+        return U[:, :1], np.ones(1), Vt[:1].T
+    r = int(min(k, np.sum(s > _RCOND * s[0])))
+    return U[:, :r], s[:r], Vt[:r].T
+
+
+def fit_spectral(tree, moments, n_hidden_states, unseen_proba):
+    """Estimate the observable representation of papers/003 Algorithm 1.
+
+    Parameters
+    ----------
+    tree : LatentTree
+        Rooted at a hidden node; observed variables at the leaves.
+    moments : MomentEstimator
+    n_hidden_states : int
+        ``k'``, the rank of every edge SVD.
+    unseen_proba : ndarray of shape (n_features,)
+        Likelihood given to a category never seen in training.
+
+    Returns
+    -------
+    SpectralParams
+    """
+    k = int(n_hidden_states)
+    nodes = computation_tree(tree)
+    tables = _choose_rep_ref(tree, nodes, moments, k)
+    n_states = moments.n_states
+    U, S, V = {}, {}, {}
+    for nid, node in enumerate(nodes[:-1]):
+        if node.rep < 0:  # a single observed variable: nothing outside, keep it exact
+            j = node.leaves[0]
+            U[nid] = np.eye(n_states[j])
+            continue
+        U[nid], S[nid], V[nid] = _edge_svd(_oriented(tables, node.rep, node.ref), k)
+    leaf_tables = {}
+    requests, owners = [], []
+    for nid, node in enumerate(nodes):
+        if not node.children:
+            j = node.host
+            u = U[nid]
+            missing = u.sum(axis=0)
+            leaf_tables[nid] = np.vstack([u, missing, unseen_proba[j] * missing])
+            continue
+        kids = node.children
+        child_vars = tuple(nodes[c].rep if nodes[c].rep >= 0 else nodes[c].leaves[0] for c in kids)
+        child_proj = tuple(U[c].T for c in kids)
+        if nid == len(nodes) - 1:  # root: eq. (34)
+            requests.append((child_vars, child_proj))
+        else:  # eq. (29): projected triple (or pair with one child)
+            head = (V[nid] / S[nid]).T
+            requests.append(((node.ref,) + child_vars, (head,) + child_proj))
+        owners.append(nid)
+    cores = dict(zip(owners, moments.projected(requests)))
+    params = SpectralParams(nodes=nodes, leaf_tables=leaf_tables, cores=cores)
+    # Renormalise: the all-missing row sums P_hat over every configuration.
+    n_features = len(n_states)
+    sign, logabs = spectral_log_abs(params, np.full((n_features, 1), MISSING, dtype=np.int16))
+    if sign[0] > 0 and np.isfinite(logabs[0]):
+        params.log_normaliser = float(logabs[0])
+    return params
+
+
+def spectral_log_abs(params, codes):
+    """Sign and ``log |P_hat(x)|`` of every row (papers/003 eqs. (33)-(34)).
+
+    ``codes`` has shape ``(n_features, N)``. Messages are rescaled at every node (their
+    max-abs entry becomes 1, the log of the factor is accumulated), so a 200-leaf chain
+    neither underflows nor overflows. The result already includes the normaliser.
+    """
+    n = codes.shape[1]
+    log_scale = np.zeros(n)
+    msgs = {}
+    nodes = params.nodes
+    root = len(nodes) - 1
+    value = None
+    for nid, node in enumerate(nodes):
+        if not node.children:
+            table = params.leaf_tables[nid]
+            c = codes[node.host].astype(np.int64)
+            idx = np.where(c >= 0, c, np.where(c == MISSING, table.shape[0] - 2, table.shape[0] - 1))
+            msg = table[idx]
+        else:
+            core = params.cores[nid]
+            kids = [msgs.pop(c) for c in node.children]
+            if nid == root:
+                value = _contract_all(core, kids)
+                break
+            if len(kids) == 1:
+                msg = kids[0] @ core.T
+            else:
+                a, b = kids
+                outer = (a[:, :, None] * b[:, None, :]).reshape(n, -1)
+                msg = outer @ core.reshape(core.shape[0], -1).T
+        scale = np.abs(msg).max(axis=1)
+        scale = np.where(scale > 0, scale, 1.0)
+        msgs[nid] = msg / scale[:, None]
+        log_scale += np.log(scale)
+    with np.errstate(divide="ignore"):
+        logabs = np.log(np.abs(value)) + log_scale - params.log_normaliser
+    return np.sign(value), logabs
+
+
+def _contract_all(core, kids):
+    n = kids[0].shape[0]
+    if len(kids) == 1:
+        return kids[0] @ core
+    t = (kids[0] @ core.reshape(core.shape[0], -1)).reshape((n,) + core.shape[1:])
+    for m in kids[1:-1]:
+        t = np.einsum("na,nab->nb", m, t.reshape(n, m.shape[1], -1)).reshape(
+            (n,) + t.shape[2:]
+        )
+    return np.einsum("na,na->n", t.reshape(n, -1), kids[-1])
+
+
+__all__ = ["fit_spectral", "spectral_log_abs", "computation_tree", "SpectralParams", "UNSEEN"]
+
+
+# ---------------------------------------------------------------------- estimator
+from ._base import BaseLatentTree  # noqa: E402
+
+
+class SpectralLatentTree(BaseLatentTree):
+    """Latent tree model learned by the spectral algorithm of papers/003 (Algorithm 1).
+
+    The joint distribution of the observed variables is recovered from empirical pair and
+    projected triple marginals through thin SVDs, without EM and without local optima.
+    Fitted with ``y``, one model per class (on one shared tree) plus the class prior gives
+    a classifier by per-class likelihoods.
+
+    Parameters
+    ----------
+    n_hidden_states : int, default=2
+        ``k'``: number of states of every hidden variable (rank of every edge SVD). An edge
+        whose pair marginal has lower numerical rank uses that rank.
+    tree : LatentTree, edge list, Newick string or networkx graph, default=None
+        The latent tree. Observed columns are nodes ``0..n_features-1`` (or feature names
+        in a Newick string / graph), hidden nodes follow. ``None`` learns it from the data
+        with ``structure``.
+    structure : {"nj", "star"}, default="nj"
+        Structure learning when ``tree=None``: neighbor joining on the spectral tree metric
+        (papers/002 eq. (12)), or a single hidden node joined to every column.
+    n_jobs : int, default=None
+        Row chunks processed in parallel when counting moments.
+    random_state : int, RandomState instance or None, default=None
+        Unused by this deterministic algorithm; kept for a uniform API.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    tree_ : LatentTree
+        The tree used (given or learned), rooted at a central hidden node.
+    categories_ : list of list
+        Categories of every column, in code order.
+    classes_ : ndarray of shape (n_classes,)
+        Class labels (only when fitted with ``y``).
+    class_prior_ : ndarray of shape (n_classes,)
+        Class frequencies (only when fitted with ``y``).
+    components_ : list
+        Fitted observable representations, one per class (one without ``y``).
+    n_floored_ : int
+        Rows floored by the non-positive-estimate policy in the last ``score_samples``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has feature names.
+
+    Notes
+    -----
+    Non-positive estimates are floored at ``1e-3`` times the smoothed independence model
+    (see :mod:`ltm_sklearn._base`); ``P_hat`` is renormalised so that it sums to exactly one
+    over all configurations before the floor.
+
+    References
+    ----------
+    A. P. Parikh, L. Song, E. P. Xing. A Spectral Algorithm for Latent Tree Graphical Models.
+    ICML 2011 (papers/003), Algorithm 1 and eqs. (29)-(34).
+
+    Examples
+    --------
+    >>> from ltm_sklearn import SpectralLatentTree
+    >>> from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
+    >>> truth = LatentTreeModel.random(balanced_binary_tree(8), n_hidden_states=2,
+    ...                                n_observed_states=3, random_state=0)
+    >>> X = truth.sample(20000, random_state=1)
+    >>> est = SpectralLatentTree(n_hidden_states=2, tree=truth.tree).fit(X)
+    >>> X_test = truth.sample(1000, random_state=2)
+    >>> gap = truth.log_likelihood(X_test).mean() - est.score(X_test)
+    >>> bool(abs(gap) < 0.05)
+    True
+    """
+
+    def _fit_component(self, tree, moments, unseen_proba):
+        return fit_spectral(tree, moments, self.n_hidden_states, unseen_proba)
+
+    def _component_log_abs(self, params, codes):
+        return spectral_log_abs(params, codes)

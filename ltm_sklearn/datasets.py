@@ -1,0 +1,262 @@
+"""Ground-truth latent tree models: topologies, random CPTs, sampling and exact likelihoods.
+
+Every test, benchmark and example measures estimators against these models: they sample
+data from a known latent tree and give the exact ``log P(x)`` of any row (NaN entries
+marginalised), so estimation errors can be computed, not guessed.
+
+Examples
+--------
+>>> from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
+>>> model = LatentTreeModel.random(balanced_binary_tree(4), n_hidden_states=2,
+...                                n_observed_states=3, random_state=0)
+>>> X = model.sample(5, random_state=0)
+>>> X.shape
+(5, 4)
+>>> bool(abs(np.exp(model.log_likelihood(model.all_configurations())).sum() - 1) < 1e-12)
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ._inference import MISSING, cpt_log_likelihood
+from .tree import LatentTree
+
+__all__ = [
+    "LatentTreeModel",
+    "balanced_binary_tree",
+    "random_binary_tree",
+    "star_tree",
+    "hmm_chain",
+    "broad_tree",
+    "deep_tree",
+]
+
+
+# ---------------------------------------------------------------------- topologies
+def balanced_binary_tree(n_leaves):
+    """Unrooted balanced binary tree: leaves are paired level by level.
+
+    Every hidden node has degree 3 (the two top nodes are joined by an edge), so a tree
+    with ``n_leaves`` leaves has ``n_leaves - 2`` hidden nodes.
+    """
+    n_leaves = _check_n(n_leaves, 3)
+    nxt = n_leaves
+    level = list(range(n_leaves))
+    edges = []
+    while len(level) > 3:
+        new = []
+        for i in range(0, len(level) - 1, 2):
+            h = nxt
+            nxt += 1
+            edges += [(level[i], h), (level[i + 1], h)]
+            new.append(h)
+        if len(level) % 2:
+            new.append(level[-1])
+        level = new
+    if len(level) == 3:
+        h = nxt
+        edges += [(u, h) for u in level]
+    else:  # two nodes left: join them directly
+        edges.append((level[0], level[1]))
+    return LatentTree(edges, n_leaves)
+
+
+def random_binary_tree(n_leaves, random_state=None):
+    """Uniformly random unrooted binary tree (random edge insertion).
+
+    Starts from three leaves around one hidden node and inserts each further leaf on an
+    edge chosen uniformly at random, which samples unrooted binary topologies uniformly.
+    Such trees often contain long chains of hidden nodes.
+    """
+    n_leaves = _check_n(n_leaves, 3)
+    rng = check_random_state(random_state)
+    nxt = n_leaves
+    edges = [(0, nxt), (1, nxt), (2, nxt)]
+    nxt += 1
+    for leaf in range(3, n_leaves):
+        u, v = edges.pop(rng.randint(len(edges)))
+        h = nxt
+        nxt += 1
+        edges += [(u, h), (v, h), (leaf, h)]
+    return LatentTree(edges, n_leaves)
+
+
+def star_tree(n_leaves):
+    """One hidden node joined to every observed variable (a latent class model)."""
+    n_leaves = _check_n(n_leaves, 1)
+    return LatentTree([(i, n_leaves) for i in range(n_leaves)], n_leaves)
+
+
+def hmm_chain(n_steps):
+    """Hidden Markov chain: hidden ``h_t`` (node ``n_steps + t``) emits observed ``x_t`` (node t)."""
+    n_steps = _check_n(n_steps, 1)
+    edges = [(t, n_steps + t) for t in range(n_steps)]
+    edges += [(n_steps + t, n_steps + t + 1) for t in range(n_steps - 1)]
+    return LatentTree(edges, n_steps)
+
+
+def broad_tree(branching):
+    """Broad shape of papers/003 Fig. 2: a hidden root with ``branching`` hidden children,
+    each with ``branching`` observed leaves (``broad_tree(2)`` has 4 leaves, ``broad_tree(3)`` 9).
+    """
+    b = _check_n(branching, 2)
+    n = b * b
+    root = n
+    edges = []
+    for i in range(b):
+        h = n + 1 + i
+        edges.append((root, h))
+        edges += [(h, i * b + j) for j in range(b)]
+    return LatentTree(edges, n)
+
+
+def deep_tree(depth):
+    """Deep shape of papers/003 Fig. 2: a chain of ``depth`` hidden nodes, each with one
+    observed leaf and the two end nodes with two (``depth + 2`` leaves, all hidden nodes of
+    degree 3).
+    """
+    depth = _check_n(depth, 1)
+    n = depth + 2
+    hid = [n + t for t in range(depth)]
+    edges = [(hid[t], hid[t + 1]) for t in range(depth - 1)]
+    edges += [(0, hid[0]), (n - 1, hid[-1])]
+    edges += [(t + 1, hid[t]) for t in range(depth)]
+    return LatentTree(edges, n)
+
+
+def _check_n(n, minimum):
+    if int(n) != n or n < minimum:
+        raise ValueError(f"Expected an integer >= {minimum}, got {n!r}.")
+    return int(n)
+
+
+# ---------------------------------------------------------------------- the model
+class LatentTreeModel:
+    """A discrete latent tree model with explicit CPTs.
+
+    Parameters
+    ----------
+    tree : LatentTree
+        Topology, rooted at the node whose marginal is ``root_marginal`` (must be hidden).
+    n_states : array-like of int, shape (n_nodes,)
+    root_marginal : ndarray of shape (n_states[root],)
+    cpts : dict node -> ndarray of shape (n_states[parent], n_states[node])
+        Row-stochastic ``P(X_node | X_parent)``.
+    """
+
+    def __init__(self, tree, n_states, root_marginal, cpts):
+        self.tree = tree
+        self.n_states = np.asarray(n_states, dtype=np.int64)
+        self.root_marginal = np.asarray(root_marginal, dtype=float)
+        self.cpts = {int(u): np.asarray(c, dtype=float) for u, c in cpts.items()}
+        if tree.is_hidden(tree.root) is False and tree.n_nodes > 1:
+            raise ValueError("The root of a ground-truth model must be a hidden node.")
+        for u in range(tree.n_nodes):
+            if u == tree.root:
+                continue
+            p = tree.parent[u]
+            if self.cpts[u].shape != (self.n_states[p], self.n_states[u]):
+                raise ValueError(f"CPT of node {u} has the wrong shape {self.cpts[u].shape}.")
+
+    @property
+    def n_features(self):
+        return self.tree.n_observed
+
+    @classmethod
+    def random(
+        cls,
+        tree,
+        n_hidden_states=2,
+        n_observed_states=4,
+        *,
+        noise=0.5,
+        random_state=None,
+    ):
+        """Random CPTs on ``tree``.
+
+        Each CPT is ``(1 - noise) * S + noise * D`` with ``D`` rows drawn from a flat
+        Dirichlet and ``S`` a structured, well-conditioned part: the identity between
+        hidden nodes, and for hidden -> observed the hidden state ``h`` spread evenly over
+        the observed states ``v`` with ``v % k == h``. ``noise`` tunes the conditioning:
+        ``noise=1`` gives fully random CPTs (possibly near-singular), small ``noise`` gives
+        strong, well-separated dependencies.
+        """
+        rng = check_random_state(random_state)
+        if not 0 <= noise <= 1:
+            raise ValueError(f"noise must be in [0, 1], got {noise}.")
+        k = int(n_hidden_states)
+        d = tree.n_observed
+        n_obs = np.broadcast_to(np.asarray(n_observed_states, dtype=np.int64), (d,))
+        n_states = np.concatenate([n_obs, np.full(tree.n_nodes - d, k)])
+        root_marginal = 0.5 / k + 0.5 * rng.dirichlet(np.ones(k))
+        cpts = {}
+        for u in range(tree.n_nodes):
+            if u == tree.root:
+                continue
+            kp, ku = n_states[tree.parent[u]], n_states[u]
+            structured = np.zeros((kp, ku))
+            for h in range(kp):
+                targets = [v for v in range(ku) if v % kp == h] or [h % ku]
+                structured[h, targets] = 1.0 / len(targets)
+            random_part = rng.dirichlet(np.ones(ku), size=kp)
+            cpts[u] = (1 - noise) * structured + noise * random_part
+        return cls(tree, n_states, root_marginal, cpts)
+
+    def sample(self, n_samples, random_state=None, return_hidden=False):
+        """Draw ``n_samples`` rows by ancestral sampling.
+
+        Returns ``X`` of shape ``(n_samples, n_features)`` with integer states, and with
+        ``return_hidden=True`` also the states of all nodes, ``(n_samples, n_nodes)``.
+        """
+        rng = check_random_state(random_state)
+        t = self.tree
+        states = np.empty((t.n_nodes, n_samples), dtype=np.int64)
+        states[t.root] = _draw(np.cumsum(self.root_marginal)[None, :], rng, n_samples)
+        for u in t.preorder[1:]:
+            cum = np.cumsum(self.cpts[u], axis=1)[states[t.parent[u]]]
+            states[u] = _draw(cum, rng, n_samples)
+        X = states[: t.n_observed].T.copy()
+        return (X, states.T.copy()) if return_hidden else X
+
+    def _codes(self, X):
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}.")
+        missing = np.isnan(X)
+        filled = np.where(missing, 0, X)
+        if np.any(filled != np.round(filled)):
+            raise ValueError("X must hold whole-number states (or NaN for missing).")
+        codes = filled.astype(np.int64).T
+        if np.any((codes < 0) | (codes >= self.n_states[: self.n_features, None])):
+            raise ValueError("X holds a state outside 0..n_states-1.")
+        codes[missing.T] = MISSING
+        return codes
+
+    def log_likelihood(self, X):
+        """Exact ``log P(x)`` per row; NaN entries are marginalised out."""
+        return cpt_log_likelihood(self.tree, self.root_marginal, self.cpts, self._codes(X))
+
+    def all_configurations(self):
+        """Every configuration of the observed variables, ``(prod(n_states), n_features)``."""
+        ranges = [range(s) for s in self.n_states[: self.n_features]]
+        return np.array(list(itertools.product(*ranges)), dtype=float)
+
+    def marginal(self, variables):
+        """Exact joint table of the observed ``variables`` (a tuple of column indices)."""
+        variables = list(variables)
+        shape = tuple(self.n_states[v] for v in variables)
+        grid = np.array(list(itertools.product(*[range(s) for s in shape])), dtype=float)
+        X = np.full((grid.shape[0], self.n_features), np.nan)
+        X[:, variables] = grid
+        return np.exp(self.log_likelihood(X)).reshape(shape)
+
+
+def _draw(cum, rng, n):
+    u = rng.random_sample(n)[:, None]
+    out = (u > cum).sum(axis=1)
+    return np.minimum(out, cum.shape[1] - 1)
