@@ -291,7 +291,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
 
     def predict(self, X):
         """Most probable class of each row."""
-        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
+        log_proba = self.predict_log_proba(X)
+        return self.classes_[np.argmax(log_proba, axis=1)]
 
     # ------------------------------------------------------------------ queries
     def conditional_proba(self, X, target):

@@ -90,7 +90,7 @@ class CategoricalEncoder:
         columns = _columns(X)
         self.categories_ = []
         for j, col in enumerate(columns):
-            values = {_normalise_value(v, j) for v in pd.unique(col) if not _is_missing(v)}
+            values = {_normalise_value(v, j) for v in _unique(col, j) if not _is_missing(v)}
             self.categories_.append(sorted(values, key=_sort_key))
         self.n_states_ = np.array([max(len(c), 1) for c in self.categories_], dtype=np.int64)
         self._lookup = [
@@ -117,7 +117,7 @@ class CategoricalEncoder:
 
     def _encode_column(self, col, j):
         lookup = self._lookup[j]
-        inverse, uniques = pd.factorize(col, use_na_sentinel=True)
+        inverse, uniques = _factorize(col, j)
         mapped = np.empty(len(uniques) + 1, dtype=np.int64)
         for i, v in enumerate(uniques):
             if _is_missing(v):
@@ -126,6 +126,19 @@ class CategoricalEncoder:
             mapped[i] = lookup.get(_lookup_key(_normalise_value(v, j)), UNSEEN)
         mapped[-1] = MISSING  # pandas' NA sentinel (-1) indexes the last slot
         return mapped[inverse]
+
+
+def _factorize(col, j):
+    try:
+        return pd.factorize(col, use_na_sentinel=True)
+    except TypeError:
+        for v in col:  # find the offending value to name it
+            _normalise_value(v, j)
+        raise
+
+
+def _unique(col, j):
+    return _factorize(col, j)[1]
 
 
 def _lookup_key(value):

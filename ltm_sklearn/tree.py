@@ -102,7 +102,8 @@ class LatentTree:
                 "from node 0."
             )
         for h in self.hidden_nodes:
-            if len(self.neighbors[h]) < 2:
+            # a single observed variable under one hidden node is the one exception
+            if len(self.neighbors[h]) < 2 and n_nodes > 2:
                 raise ValueError(
                     f"Hidden node {h} is a leaf (degree {len(self.neighbors[h])}): every leaf "
                     "of a latent tree must be an observed variable."
