@@ -155,7 +155,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         if sample_weight.sum() <= 0:
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
 
-        self._encoder = CategoricalEncoder().fit(X)
+        self._encoder = CategoricalEncoder()
+        codes = self._encoder.fit_transform(X)
         self.categories_ = self._encoder.categories_
         n_states = self._encoder.n_states_
         if self.n_hidden_states > n_states.max():
@@ -164,7 +165,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 f"every column (at most {n_states.max()}): the hidden variables cannot have "
                 "more states than the observed variables."
             )
-        codes = self._encoder.transform(X)
         pooled = MomentEstimator(codes, n_states, sample_weight, n_jobs=self.n_jobs)
         self.tree_ = self._resolve_tree(pooled, n_features)
 
@@ -175,9 +175,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                     delattr(self, attr)
         else:
             self.classes_, y_idx = np.unique(y, return_inverse=True)
-            weights = np.array(
-                [sample_weight[y_idx == c].sum() for c in range(len(self.classes_))]
-            )
+            weights = np.array([sample_weight[y_idx == c].sum() for c in range(len(self.classes_))])
             self.class_prior_ = weights / weights.sum()
             self.components_ = [
                 self._fit_one(

@@ -211,7 +211,9 @@ def spectral_log_abs(params, codes):
         if not node.children:
             table = params.leaf_tables[nid]
             c = codes[node.host].astype(np.int64)
-            idx = np.where(c >= 0, c, np.where(c == MISSING, table.shape[0] - 2, table.shape[0] - 1))
+            idx = np.where(
+                c >= 0, c, np.where(c == MISSING, table.shape[0] - 2, table.shape[0] - 1)
+            )
             msg = table[idx]
         else:
             core = params.cores[nid]
@@ -240,9 +242,7 @@ def _contract_all(core, kids):
         return kids[0] @ core
     t = (kids[0] @ core.reshape(core.shape[0], -1)).reshape((n,) + core.shape[1:])
     for m in kids[1:-1]:
-        t = np.einsum("na,nab->nb", m, t.reshape(n, m.shape[1], -1)).reshape(
-            (n,) + t.shape[2:]
-        )
+        t = np.einsum("na,nab->nb", m, t.reshape(n, m.shape[1], -1)).reshape((n,) + t.shape[2:])
     return np.einsum("na,na->n", t.reshape(n, -1), kids[-1])
 
 

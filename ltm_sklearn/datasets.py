@@ -93,7 +93,7 @@ def star_tree(n_leaves):
 
 
 def hmm_chain(n_steps):
-    """Hidden Markov chain: hidden ``h_t`` (node ``n_steps + t``) emits observed ``x_t`` (node t)."""
+    """Hidden Markov chain: hidden h_t (node n_steps + t) emits observed x_t (node t)."""
     n_steps = _check_n(n_steps, 1)
     edges = [(t, n_steps + t) for t in range(n_steps)]
     edges += [(n_steps + t, n_steps + t + 1) for t in range(n_steps - 1)]

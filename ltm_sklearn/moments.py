@@ -87,45 +87,45 @@ class CategoricalEncoder:
     """
 
     def fit(self, X):
-        columns = _columns(X)
+        self.fit_transform(X)
+        return self
+
+    def fit_transform(self, X):
+        """Learn the categories and encode ``X`` (one factorisation per column)."""
+        factorized = [_factorize(col, j) for j, col in enumerate(_columns(X))]
         self.categories_ = []
-        for j, col in enumerate(columns):
-            values = {_normalise_value(v, j) for v in _unique(col, j) if not _is_missing(v)}
+        for j, (_, uniques) in enumerate(factorized):
+            values = {_normalise_value(v, j) for v in uniques if not _is_missing(v)}
             self.categories_.append(sorted(values, key=_sort_key))
         self.n_states_ = np.array([max(len(c), 1) for c in self.categories_], dtype=np.int64)
         self._lookup = [
             {_lookup_key(v): i for i, v in enumerate(cats)} for cats in self.categories_
         ]
-        return self
+        return self._codes(factorized)
 
     def transform(self, X):
         columns = _columns(X)
         if len(columns) != len(self.categories_):
             raise ValueError(
-                f"X has {len(columns)} columns, the encoder was fitted on "
-                f"{len(self.categories_)}."
+                f"X has {len(columns)} columns, the encoder was fitted on {len(self.categories_)}."
             )
-        n = len(columns[0]) if columns else 0
+        return self._codes([_factorize(col, j) for j, col in enumerate(columns)])
+
+    def _codes(self, factorized):
+        n = len(factorized[0][0]) if factorized else 0
         dtype = np.int16 if self.n_states_.max(initial=1) < 2**15 - 1 else np.int32
-        codes = np.empty((len(columns), n), dtype=dtype)
-        for j, col in enumerate(columns):
-            codes[j] = self._encode_column(col, j)
+        codes = np.empty((len(factorized), n), dtype=dtype)
+        for j, (inverse, uniques) in enumerate(factorized):
+            lookup = self._lookup[j]
+            mapped = np.empty(len(uniques) + 1, dtype=np.int64)
+            for i, v in enumerate(uniques):
+                if _is_missing(v):
+                    mapped[i] = MISSING
+                else:
+                    mapped[i] = lookup.get(_lookup_key(_normalise_value(v, j)), UNSEEN)
+            mapped[-1] = MISSING  # pandas' NA sentinel (-1) indexes the last slot
+            codes[j] = mapped[inverse]
         return codes
-
-    def fit_transform(self, X):
-        return self.fit(X).transform(X)
-
-    def _encode_column(self, col, j):
-        lookup = self._lookup[j]
-        inverse, uniques = _factorize(col, j)
-        mapped = np.empty(len(uniques) + 1, dtype=np.int64)
-        for i, v in enumerate(uniques):
-            if _is_missing(v):
-                mapped[i] = MISSING
-                continue
-            mapped[i] = lookup.get(_lookup_key(_normalise_value(v, j)), UNSEEN)
-        mapped[-1] = MISSING  # pandas' NA sentinel (-1) indexes the last slot
-        return mapped[inverse]
 
 
 def _factorize(col, j):
@@ -135,10 +135,6 @@ def _factorize(col, j):
         for v in col:  # find the offending value to name it
             _normalise_value(v, j)
         raise
-
-
-def _unique(col, j):
-    return _factorize(col, j)[1]
 
 
 def _lookup_key(value):

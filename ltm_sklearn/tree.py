@@ -54,7 +54,7 @@ class LatentTree:
     >>> t.hidden_nodes
     [4, 5]
     >>> t.to_newick()
-    '((0,1),2,3);'
+    '(0,1,(2,3));'
     """
 
     def __init__(self, edges, n_observed, root=None, feature_names=None):
@@ -251,11 +251,11 @@ class LatentTree:
         Examples
         --------
         >>> LatentTree.from_newick("((a,b),c,d);", feature_names=["a", "b", "c", "d"]).edges
-        [(0, 4), (1, 4), (2, 5), (3, 5), (4, 5)]
+        [(0, 5), (1, 5), (2, 4), (3, 4), (4, 5)]
         """
         root = _parse_newick(newick)
         labels = []
-        _collect_labels(root, labels)
+        _collect_labels(root, labels, leaves_only=True)
         if feature_names is not None:
             names = [str(f) for f in feature_names]
             index = {name: i for i, name in enumerate(names)}
@@ -270,6 +270,9 @@ class LatentTree:
             index = {str(i): i for i in range(n_obs)}
             names = None
         n_observed = len(index)
+        _drop_internal_labels(root, index)  # hidden-node names, support values
+        labels = []
+        _collect_labels(root, labels)
         used = [lab for lab in labels if lab is not None]
         unknown = sorted({lab for lab in used if lab not in index})
         if unknown:
@@ -428,13 +431,21 @@ class LatentTree:
         for u in range(self.n_nodes):
             hidden = self.is_hidden(u)
             ax.scatter(
-                x[u], -depth[u], s=120, zorder=2, edgecolors="k",
+                x[u],
+                -depth[u],
+                s=120,
+                zorder=2,
+                edgecolors="k",
                 color="white" if hidden else "0.6",
             )
             if not hidden:
                 ax.annotate(
-                    str(names[u]) if names is not None else str(u), (x[u], -depth[u]),
-                    xytext=(0, -12), textcoords="offset points", ha="center", fontsize=8,
+                    str(names[u]) if names is not None else str(u),
+                    (x[u], -depth[u]),
+                    xytext=(0, -12),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=8,
                 )
         ax.set_axis_off()
         return ax
@@ -506,10 +517,18 @@ def _parse_newick(text):
     return root
 
 
-def _collect_labels(node, out):
-    out.append(node["label"])
+def _collect_labels(node, out, leaves_only=False):
+    if not (leaves_only and node["children"]):
+        out.append(node["label"])
     for c in node["children"]:
-        _collect_labels(c, out)
+        _collect_labels(c, out, leaves_only)
+
+
+def _drop_internal_labels(node, index):
+    if node["children"] and node["label"] not in index:
+        node["label"] = None
+    for c in node["children"]:
+        _drop_internal_labels(c, index)
 
 
 def _quote(name):

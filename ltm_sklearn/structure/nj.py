@@ -29,7 +29,7 @@ def neighbor_joining(D, feature_names=None):
     >>> import numpy as np
     >>> D = np.array([[0, 2, 5, 5], [2, 0, 5, 5], [5, 5, 0, 2], [5, 5, 2, 0]], float)
     >>> neighbor_joining(D).to_newick()
-    '((0,1),2,3);'
+    '(0,1,(2,3));'
     """
     D = np.array(D, dtype=float)
     if D.ndim != 2 or D.shape[0] != D.shape[1]:

@@ -1,0 +1,187 @@
+"""scikit-learn integration: check_estimator, grid search, pipelines, pickling, pandas."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import KBinsDiscretizer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from ltm_sklearn import SpectralLatentTree
+from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, star_tree
+
+ESTIMATORS = [SpectralLatentTree()]
+# No expected failures: every check of scikit-learn passes.
+EXPECTED_FAILED = {}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: EXPECTED_FAILED)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def two_class_data(n_per_class=3000, seed=0):
+    tree = balanced_binary_tree(8)
+    a = LatentTreeModel.random(tree, 2, 3, noise=0.6, random_state=seed)
+    b = LatentTreeModel.random(tree, 2, 3, noise=0.6, random_state=seed + 1)
+    X = np.vstack([a.sample(n_per_class, random_state=1), b.sample(n_per_class, random_state=2)])
+    y = np.repeat(["a", "b"], n_per_class)
+    return X, y, tree, (a, b)
+
+
+def test_grid_search_picks_true_number_of_hidden_states():
+    model = LatentTreeModel.random(balanced_binary_tree(8), 3, 4, random_state=0)
+    X = model.sample(20_000, random_state=0)
+    gs = GridSearchCV(SpectralLatentTree(), {"n_hidden_states": [1, 2, 3, 4]}, cv=3).fit(X)
+    assert gs.best_params_ == {"n_hidden_states": 3}
+
+
+def test_supervised_mode_and_roc_auc():
+    X, y, tree, (a, b) = two_class_data()
+    clf = SpectralLatentTree(2, tree=tree).fit(X, y)
+    np.testing.assert_array_equal(clf.classes_, ["a", "b"])
+    proba = clf.predict_proba(X[:50])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    auc = cross_val_score(SpectralLatentTree(2, tree=tree), X, y, scoring="roc_auc", cv=3)
+    # Bayes-optimal AUC with the true models on the same rows, for reference
+    lr = a.log_likelihood(X) - b.log_likelihood(X)
+    from sklearn.metrics import roc_auc_score
+
+    bayes = roc_auc_score(y == "a", lr)
+    assert auc.mean() > bayes - 0.03
+    for scoring in ("accuracy", "neg_log_loss"):
+        assert np.all(np.isfinite(cross_val_score(clf, X, y, scoring=scoring, cv=3)))
+
+
+def test_supervised_score_is_joint_likelihood():
+    X, y, tree, _ = two_class_data(500)
+    clf = SpectralLatentTree(2, tree=tree).fit(X, y)
+    ll, _ = clf._class_log_likelihoods(clf._encode(X[:10]))
+    idx = (y[:10] == "b").astype(int)
+    expect = np.mean(np.log(clf.class_prior_[idx]) + ll[np.arange(10), idx])
+    assert clf.score(X[:10], y[:10]) == pytest.approx(expect)
+    # without y: the mixture density
+    assert clf.score(X[:10]) == pytest.approx(clf.score_samples(X[:10]).mean())
+
+
+def test_unsupervised_predict_proba_asks_for_y():
+    X = LatentTreeModel.random(star_tree(4), 2, 3, random_state=0).sample(200, random_state=0)
+    est = SpectralLatentTree().fit(X)
+    with pytest.raises(ValueError, match="fit\\(X, y\\)"):
+        est.predict_proba(X)
+    with pytest.raises(ValueError, match="without y"):
+        est.predict(X)
+
+
+def test_pipeline_with_discretiser():
+    rng = np.random.RandomState(0)
+    z = rng.randn(2000, 1)
+    X = z + 0.5 * rng.randn(2000, 6)
+    pipe = make_pipeline(
+        KBinsDiscretizer(n_bins=6, encode="ordinal", quantile_method="averaged_inverted_cdf"),
+        SpectralLatentTree(),
+    ).fit(X)
+    assert np.all(np.isfinite(pipe.score_samples(X)))
+    assert np.isfinite(pipe.score(X))
+
+
+def test_pickle_round_trip_gives_identical_scores():
+    X, y, tree, _ = two_class_data(500)
+    clf = SpectralLatentTree(2).fit(X, y)
+    back = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(back.score_samples(X), clf.score_samples(X))
+    np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
+    assert clone(clf).get_params() == clf.get_params()
+
+
+def test_pandas_input_keeps_names_and_string_categories():
+    model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
+    X = model.sample(3000, random_state=0)
+    names = ["alpha", "beta", "gamma", "delta"]
+    df = pd.DataFrame(np.array(list("xyz"))[X], columns=names)
+    df["delta"] = df["delta"].astype("category")
+    est = SpectralLatentTree(tree="((alpha,beta),gamma,delta);").fit(df)
+    assert list(est.feature_names_in_) == names
+    assert est.categories_[0] == ["x", "y", "z"]
+    assert "alpha" in est.tree_.to_newick()
+    ints = SpectralLatentTree(tree=est.tree_).fit(X)
+    np.testing.assert_allclose(est.score_samples(df), ints.score_samples(X), rtol=1e-10)
+    cp = est.conditional_proba(df.iloc[:5], target="gamma")
+    assert cp.shape == (5, 3)
+
+
+def test_n_jobs_gives_same_model():
+    X = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, random_state=0).sample(
+        4000, random_state=0
+    )
+    a = SpectralLatentTree(n_jobs=1).fit(X).score_samples(X)
+    b = SpectralLatentTree(n_jobs=2).fit(X).score_samples(X)
+    np.testing.assert_allclose(a, b, rtol=1e-9)
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.fixture
+def small():
+    return LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0).sample(
+        300, random_state=0
+    )
+
+
+def test_infinite_values_rejected(small):
+    X = small.astype(float)
+    X[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity|infinite"):
+        SpectralLatentTree().fit(X)
+    est = SpectralLatentTree().fit(small)
+    with pytest.raises(ValueError, match="infinity|infinite"):
+        est.score_samples(X)
+
+
+def test_empty_input_rejected():
+    with pytest.raises(ValueError, match="0 sample"):
+        SpectralLatentTree().fit(np.empty((0, 4)))
+
+
+def test_tree_not_matching_columns(small):
+    with pytest.raises(ValueError, match="4 columns"):
+        SpectralLatentTree(tree=balanced_binary_tree(6)).fit(small)
+    with pytest.raises(ValueError, match="do not match any column"):
+        SpectralLatentTree(tree="(a,b,(c,zz));").fit(pd.DataFrame(small, columns=list("abcd")))
+
+
+def test_too_many_hidden_states(small):
+    with pytest.raises(ValueError, match="n_hidden_states=5 exceeds"):
+        SpectralLatentTree(n_hidden_states=5).fit(small)
+
+
+def test_observed_internal_node_rejected(small):
+    with pytest.raises(ValueError, match="internal nodes"):
+        SpectralLatentTree(tree=[(0, 1), (1, 2), (1, 3)]).fit(small)
+
+
+def test_wrong_tree_type(small):
+    with pytest.raises(TypeError, match="tree must be"):
+        SpectralLatentTree(tree=3.5).fit(small)
+
+
+def test_bad_target_and_labels(small):
+    est = SpectralLatentTree().fit(small)
+    with pytest.raises(ValueError, match="target"):
+        est.conditional_proba(small, target=9)
+    with pytest.raises(ValueError, match="rows but y has"):
+        SpectralLatentTree().fit(small, np.zeros(3))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        SpectralLatentTree().fit(small, np.linspace(0, 1, len(small)))
+
+
+def test_non_positive_estimates_are_floored_and_counted():
+    # tiny training set, many categories: the spectral estimate goes negative somewhere
+    model = LatentTreeModel.random(balanced_binary_tree(8), 2, 6, noise=0.9, random_state=0)
+    est = SpectralLatentTree(2, tree=model.tree).fit(model.sample(60, random_state=0))
+    ll = est.score_samples(model.sample(2000, random_state=1))
+    assert np.all(np.isfinite(ll))
+    assert est.n_floored_ > 0

@@ -1,0 +1,104 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from ltm_sklearn.moments import MISSING, UNSEEN, CategoricalEncoder, MomentEstimator
+
+
+def test_encoder_value_types():
+    X = pd.DataFrame(
+        {
+            "s": ["a", "b", None, "a"],
+            "f": [1.0, 2.0, np.nan, 1.0],
+            "c": pd.Categorical(["x", "y", "x", "y"]),
+            "i": [3, 3, 4, 4],
+        }
+    )
+    enc = CategoricalEncoder().fit(X)
+    assert enc.categories_ == [["a", "b"], [1, 2], ["x", "y"], [3, 4]]
+    codes = enc.transform(X)
+    assert codes.shape == (4, 4)
+    assert codes[0].tolist() == [0, 1, MISSING, 0]
+    assert codes[1].tolist() == [0, 1, MISSING, 0]
+    # whole-number floats and ints are one category; unseen values get their own code
+    new = pd.DataFrame({"s": ["z"], "f": [2], "c": ["x"], "i": [5.0]})
+    assert enc.transform(new)[:, 0].tolist() == [UNSEEN, 1, 0, UNSEEN]
+
+
+def test_encoder_rejects_inf_and_unhashable():
+    with pytest.raises(ValueError, match="infinite"):
+        CategoricalEncoder().fit(np.array([[1.0, np.inf]]))
+    X = np.array([[1, {"a": 1}]], dtype=object)
+    with pytest.raises(TypeError, match="hashable"):
+        CategoricalEncoder().fit(X)
+
+
+def _random_codes(rng, n, n_states, missing=0.0):
+    codes = np.stack([rng.randint(0, s, size=n) for s in n_states]).astype(np.int16)
+    codes[rng.random_sample(codes.shape) < missing] = MISSING
+    return codes
+
+
+def test_pair_table_matches_manual_count():
+    rng = np.random.RandomState(0)
+    codes = _random_codes(rng, 500, [3, 4, 2], missing=0.1)
+    P = MomentEstimator(codes, [3, 4, 2]).pair(0, 1)
+    ok = (codes[0] >= 0) & (codes[1] >= 0)
+    manual = np.zeros((3, 4))
+    np.add.at(manual, (codes[0][ok], codes[1][ok]), 1.0)
+    np.testing.assert_allclose(P, manual / ok.sum())
+
+
+def test_moments_are_additive_over_chunks():
+    rng = np.random.RandomState(1)
+    codes = _random_codes(rng, 3001, [3, 5, 4, 2], missing=0.05)
+    w = rng.random_sample(3001)
+    whole = MomentEstimator(codes, [3, 5, 4, 2], w)
+    chunked = MomentEstimator(codes, [3, 5, 4, 2], w, n_jobs=3)
+    for key, table in whole.all_pairs().items():
+        np.testing.assert_allclose(chunked.pair(*key), table, atol=1e-15)
+    req = [((0, 1, 2), (np.eye(3)[:2], np.eye(5)[:2], np.ones((1, 4))))]
+    np.testing.assert_allclose(chunked.projected(req)[0], whole.projected(req)[0], atol=1e-15)
+    for (a, ta), (b, tb) in zip(whole.singleton_counts(), chunked.singleton_counts()):
+        np.testing.assert_allclose(a, b)
+        assert ta == pytest.approx(tb)
+
+
+def test_integer_weights_equal_repetition():
+    rng = np.random.RandomState(2)
+    codes = _random_codes(rng, 200, [3, 3, 3])
+    w = rng.randint(0, 4, size=200)
+    rep = np.repeat(codes, w, axis=1)
+    a = MomentEstimator(codes, [3, 3, 3], w.astype(float))
+    b = MomentEstimator(rep, [3, 3, 3])
+    np.testing.assert_allclose(a.pair(0, 2), b.pair(0, 2))
+
+
+def test_projected_dense_and_row_paths_agree(monkeypatch):
+    import ltm_sklearn.moments as mom
+
+    rng = np.random.RandomState(3)
+    codes = _random_codes(rng, 1000, [4, 5, 6], missing=0.1)
+    projs = tuple(rng.randn(2, s) for s in (4, 5, 6))
+    est = MomentEstimator(codes, [4, 5, 6])
+    dense = est.projected([((0, 1, 2), projs)])[0]
+    monkeypatch.setattr(mom, "_DENSE_TABLE_LIMIT", 0)
+    rows = est.projected([((0, 1, 2), projs)])[0]
+    np.testing.assert_allclose(dense, rows, atol=1e-12)
+    # and both equal the projection of the full triple table
+    ok = (codes >= 0).all(axis=0)
+    full = np.zeros((4, 5, 6))
+    np.add.at(full, tuple(codes[:, ok]), 1.0)
+    full /= ok.sum()
+    expect = np.einsum("abc,ia,jb,kc->ijk", full, *projs)
+    np.testing.assert_allclose(dense, expect, atol=1e-12)
+
+
+def test_thousand_state_triple_never_builds_dense_table():
+    # a dense 1000^3 float table would need 8 GB; the projected moment needs 2x2x2
+    rng = np.random.RandomState(4)
+    n = 1000
+    codes = _random_codes(rng, 20_000, [n, n, n])
+    projs = tuple(rng.randn(2, n) for _ in range(3))
+    out = MomentEstimator(codes, [n, n, n]).projected([((0, 1, 2), projs)])[0]
+    assert out.shape == (2, 2, 2) and np.all(np.isfinite(out))

@@ -1,0 +1,122 @@
+import numpy as np
+import pytest
+
+from ltm_sklearn import LatentTree
+from ltm_sklearn.datasets import balanced_binary_tree, hmm_chain, random_binary_tree
+
+
+def splits(tree):
+    """The bipartitions of the observed nodes induced by the edges (hidden ids ignored)."""
+    out = set()
+    d = tree.n_observed
+    for u, v in tree.edges:
+        rooted = tree.rooted_at(u)
+        side = frozenset(rooted.subtree_leaves(v))
+        if 0 in side:
+            side = frozenset(range(d)) - side
+        out.add(side)
+    return out
+
+
+def test_edge_list_basics():
+    t = LatentTree([(0, 4), (1, 4), (2, 5), (3, 5), (4, 5)], n_observed=4)
+    assert t.hidden_nodes == [4, 5]
+    assert t.observed_nodes == [0, 1, 2, 3]
+    assert t.leaves == [0, 1, 2, 3]
+    assert t.is_hidden(t.root)
+    # parents before children in preorder, children before parents in postorder
+    pos = {u: i for i, u in enumerate(t.preorder)}
+    for u in range(t.n_nodes):
+        if u != t.root:
+            assert pos[t.parent[u]] < pos[u]
+            assert u in t.children[t.parent[u]]
+    assert list(t.postorder) == list(t.preorder[::-1])
+
+
+def test_rooting_at_any_node():
+    t = balanced_binary_tree(8)
+    for r in range(t.n_nodes):
+        rt = t.rooted_at(r)
+        assert rt.root == r and rt.parent[r] == -1
+        assert sum(len(c) for c in rt.children) == rt.n_nodes - 1
+        assert rt.subtree_leaves(r) == list(range(8))
+
+
+@pytest.mark.parametrize(
+    "tree", [balanced_binary_tree(16), hmm_chain(7), random_binary_tree(20, 3)]
+)
+def test_newick_round_trip(tree):
+    back = LatentTree.from_newick(tree.to_newick())
+    assert splits(back) == splits(tree)
+    names = [f"x{i}" for i in range(tree.n_observed)]
+    nw = tree.to_newick(feature_names=names)
+    assert "x0" in nw
+    assert splits(LatentTree.from_newick(nw, feature_names=names)) == splits(tree)
+
+
+def test_newick_with_branch_lengths_and_quotes():
+    t = LatentTree.from_newick("(('a b':0.1,c:2)h:1,d,e);", feature_names=["a b", "c", "d", "e"])
+    assert t.n_observed == 4 and t.n_nodes == 6
+    assert "'a b'" in t.to_newick()
+
+
+def test_networkx_round_trip():
+    nx = pytest.importorskip("networkx")
+    t = random_binary_tree(12, random_state=0)
+    g = t.to_networkx()
+    assert isinstance(g, nx.Graph)
+    assert g.nodes[12]["hidden"] and not g.nodes[0]["hidden"]
+    assert splits(LatentTree.from_networkx(g)) == splits(t)
+    named = nx.relabel_nodes(g, {i: f"v{i}" for i in range(12)})
+    back = LatentTree.from_networkx(named, feature_names=[f"v{i}" for i in range(12)])
+    assert splits(back) == splits(t)
+
+
+def test_coerce_accepts_every_form():
+    t = balanced_binary_tree(4)
+    for spec in (t, t.edges, np.array(t.edges), t.to_newick()):
+        assert splits(LatentTree.coerce(spec, 4)) == splits(t)
+
+
+@pytest.mark.parametrize(
+    "edges, n_obs, match",
+    [
+        ([(0, 3), (1, 3), (2, 3), (0, 1)], 3, "cycle"),
+        ([(0, 4), (1, 4), (2, 5), (3, 5)], 4, "disconnected"),
+        ([(0, 3), (1, 3), (2, 3), (3, 4)], 3, "Hidden node 4 is a leaf"),
+        ([(0, 0), (1, 2)], 3, "Self-loop"),
+        ([(0, 3), (1, 3), (2, 5), (3, 5)], 3, "contiguous"),
+    ],
+)
+def test_invalid_trees(edges, n_obs, match):
+    with pytest.raises(ValueError, match=match):
+        LatentTree(edges, n_obs)
+
+
+def test_validate_for_columns():
+    t = balanced_binary_tree(4)
+    with pytest.raises(ValueError, match="4 observed nodes but X has 5 columns"):
+        t.validate_for(5)
+    internal = LatentTree([(0, 1), (1, 2), (1, 3)], 4)  # observed node 1 is internal
+    with pytest.raises(ValueError, match="internal nodes"):
+        internal.validate_for(4)
+
+
+def test_newick_errors():
+    with pytest.raises(ValueError, match="end with ';'"):
+        LatentTree.from_newick("(0,1,2)")
+    with pytest.raises(ValueError, match="do not match any column"):
+        LatentTree.from_newick("(a,b,z);", feature_names=["a", "b", "c"])
+    with pytest.raises(ValueError, match="do not appear"):
+        LatentTree.from_newick("(a,b);", feature_names=["a", "b", "c"])
+    with pytest.raises(ValueError, match="feature_names"):
+        LatentTree.from_newick("(a,b,c);")
+
+
+def test_draw_smoke():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = balanced_binary_tree(8).draw()
+    assert ax is not None
