@@ -197,9 +197,11 @@ def fit_spectral(tree, moments, n_hidden_states, unseen_proba):
 def spectral_log_abs(params, codes):
     """Sign and ``log |P_hat(x)|`` of every row (papers/003 eqs. (33)-(34)).
 
-    ``codes`` has shape ``(n_features, N)``. Messages are rescaled at every node (their
-    max-abs entry becomes 1, the log of the factor is accumulated), so a 200-leaf chain
-    neither underflows nor overflows. The result already includes the normaliser.
+    ``codes`` has shape ``(n_features, N)``. Messages are held feature-major, ``(r, N)``.
+    Leaf messages are rows of orthonormal ``U`` (entries bounded by ``sqrt(n_states)``);
+    every internal message is rescaled so that its max-abs entry is 1 and the log of the
+    factor accumulated, so a 200-leaf chain neither underflows nor overflows. The result
+    already includes the normaliser.
     """
     n = codes.shape[1]
     log_scale = np.zeros(n)
@@ -210,26 +212,27 @@ def spectral_log_abs(params, codes):
     for nid, node in enumerate(nodes):
         if not node.children:
             table = params.leaf_tables[nid]
-            c = codes[node.host].astype(np.int64)
+            c = codes[node.host].astype(np.intp)
             idx = np.where(
                 c >= 0, c, np.where(c == MISSING, table.shape[0] - 2, table.shape[0] - 1)
             )
-            msg = table[idx]
+            msgs[nid] = table.T[:, idx]
+            continue
+        core = params.cores[nid]
+        kids = [msgs.pop(c) for c in node.children]
+        if nid == root:
+            value = _contract_all(core, kids)
+            break
+        if len(kids) == 1:
+            msg = core @ kids[0]
         else:
-            core = params.cores[nid]
-            kids = [msgs.pop(c) for c in node.children]
-            if nid == root:
-                value = _contract_all(core, kids)
-                break
-            if len(kids) == 1:
-                msg = kids[0] @ core.T
-            else:
-                a, b = kids
-                outer = (a[:, :, None] * b[:, None, :]).reshape(n, -1)
-                msg = outer @ core.reshape(core.shape[0], -1).T
-        scale = np.abs(msg).max(axis=1)
-        scale = np.where(scale > 0, scale, 1.0)
-        msgs[nid] = msg / scale[:, None]
+            a, b = kids
+            outer = (a[:, None, :] * b[None, :, :]).reshape(-1, n)
+            msg = core.reshape(core.shape[0], -1) @ outer
+        scale = np.abs(msg).max(axis=0)
+        scale[scale == 0] = 1.0
+        msg /= scale
+        msgs[nid] = msg
         log_scale += np.log(scale)
     with np.errstate(divide="ignore"):
         logabs = np.log(np.abs(value)) + log_scale - params.log_normaliser
@@ -237,13 +240,13 @@ def spectral_log_abs(params, codes):
 
 
 def _contract_all(core, kids):
-    n = kids[0].shape[0]
+    """Contract the root tensor with one ``(r_j, N)`` message per mode."""
     if len(kids) == 1:
-        return kids[0] @ core
-    t = (kids[0] @ core.reshape(core.shape[0], -1)).reshape((n,) + core.shape[1:])
-    for m in kids[1:-1]:
-        t = np.einsum("na,nab->nb", m, t.reshape(n, m.shape[1], -1)).reshape((n,) + t.shape[2:])
-    return np.einsum("na,na->n", t.reshape(n, -1), kids[-1])
+        return core @ kids[0]
+    t = np.tensordot(core, kids[0], axes=([0], [0]))  # (r_1, ..., r_J-1, N)
+    for m in kids[1:]:
+        t = np.einsum("a...n,an->...n", t, m)
+    return t
 
 
 __all__ = ["fit_spectral", "spectral_log_abs", "computation_tree", "SpectralParams", "UNSEEN"]

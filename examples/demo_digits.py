@@ -1,0 +1,69 @@
+"""Latent trees on scikit-learn's bundled digits: structure, k' by grid search, classification.
+
+Pixels (0..16) are cut into three levels (blank / faint / dark), which makes every column
+categorical with at most 3 states. The demo
+
+1. learns a latent tree over the 64 pixels (neighbor joining on the spectral tree metric),
+2. picks the number of hidden states k' by 5-fold cross-validated held-out likelihood,
+3. classifies digits by per-class likelihoods (one latent tree model per class + prior),
+   next to a naive Bayes baseline on the same categorical pixels.
+
+    python examples/demo_digits.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.naive_bayes import CategoricalNB
+
+from ltm_sklearn import SpectralLatentTree
+
+
+def main():
+    digits = load_digits()
+    X = np.digitize(digits.data, [1, 9])  # 0 blank, 1 faint, 2 dark
+    y = digits.target
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.3, stratify=y, random_state=0
+    )
+
+    t0 = time.perf_counter()
+    est = SpectralLatentTree(n_hidden_states=2).fit(X_train)
+    t_fit = time.perf_counter() - t0
+    tree = est.tree_
+    print(
+        f"1. Learned latent tree: {tree.n_observed} observed pixels, "
+        f"{len(tree.hidden_nodes)} hidden nodes, fit in {t_fit:.2f} s; "
+        f"held-out mean log-likelihood {est.score(X_test):.2f} nats/row"
+    )
+
+    grid = GridSearchCV(SpectralLatentTree(), {"n_hidden_states": [1, 2, 3]}, cv=5)
+    grid.fit(X_train)
+    print("\n2. Choosing k' by 5-fold held-out log-likelihood\n")
+    print("| k' | mean held-out log-lik (nats/row) |")
+    print("|---|---|")
+    for k, s in zip(grid.cv_results_["param_n_hidden_states"], grid.cv_results_["mean_test_score"]):
+        mark = "  <- chosen" if k == grid.best_params_["n_hidden_states"] else ""
+        print(f"| {k} | {s:.3f}{mark} |")
+
+    print("\n3. Classifying digits by per-class likelihoods (test accuracy, 30% held out)\n")
+    print("| model | accuracy | fit s |")
+    print("|---|---|---|")
+    best_k = grid.best_params_["n_hidden_states"]
+    for name, model in [
+        (f"SpectralLatentTree(k'={best_k}), one tree per class", SpectralLatentTree(best_k)),
+        ("CategoricalNB (independent pixels)", CategoricalNB(min_categories=3)),
+    ]:
+        t0 = time.perf_counter()
+        model.fit(X_train, y_train)
+        t_fit = time.perf_counter() - t0
+        acc = np.mean(model.predict(X_test) == y_test)
+        print(f"| {name} | {acc:.3f} | {t_fit:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
