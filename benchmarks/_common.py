@@ -6,7 +6,7 @@ import platform
 import time
 from pathlib import Path
 
-import numpy as np
+from ltm_sklearn.metrics import relative_joint_error  # noqa: F401
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -15,11 +15,6 @@ def timed(func, *args, **kwargs):
     t0 = time.perf_counter()
     out = func(*args, **kwargs)
     return out, time.perf_counter() - t0
-
-
-def relative_joint_error(log_p_hat, log_p):
-    """Per-row ``|P_hat(x) - P(x)| / P(x)`` (papers/000 and 003)."""
-    return np.abs(np.expm1(np.asarray(log_p_hat) - np.asarray(log_p)))
 
 
 def markdown_table(header, rows):

@@ -152,23 +152,36 @@ class LatentTree:
                     queue.append(v)
         return order
 
+    def _bfs_distances(self, start):
+        dist = np.full(self.n_nodes, -1, dtype=np.int64)
+        dist[start] = 0
+        queue = deque([start])
+        while queue:
+            u = queue.popleft()
+            for v in self.neighbors[u]:
+                if dist[v] < 0:
+                    dist[v] = dist[u] + 1
+                    queue.append(v)
+        return dist
+
     def _eccentricities(self):
-        return self.hop_distances().max(axis=1)
+        # the farthest node from any node is an end of a longest path (a diameter), so
+        # three breadth-first searches give every eccentricity in O(n_nodes)
+        a = int(np.argmax(self._bfs_distances(0)))
+        from_a = self._bfs_distances(a)
+        b = int(np.argmax(from_a))
+        return np.maximum(from_a, self._bfs_distances(b))
 
     def hop_distances(self):
         """All-pairs hop distances, an ``(n_nodes, n_nodes)`` integer array."""
         if getattr(self, "_hops", None) is None:
-            d = np.full((self.n_nodes, self.n_nodes), -1, dtype=np.int64)
-            for s in range(self.n_nodes):
-                d[s, s] = 0
-                queue = deque([s])
-                while queue:
-                    u = queue.popleft()
-                    for v in self.neighbors[u]:
-                        if d[s, v] < 0:
-                            d[s, v] = d[s, u] + 1
-                            queue.append(v)
-            self._hops = d
+            from scipy.sparse import coo_matrix
+            from scipy.sparse.csgraph import shortest_path
+
+            e = np.asarray(self.edges, dtype=np.int64).reshape(-1, 2)
+            g = coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(self.n_nodes,) * 2)
+            hops = shortest_path(g.tocsr(), method="D", directed=False, unweighted=True)
+            self._hops = hops.astype(np.int64)
         return self._hops
 
     def _default_root(self):

@@ -1,0 +1,79 @@
+"""Metrics for latent trees: structure distances and joint-probability error."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["tree_splits", "robinson_foulds", "hop_error", "relative_joint_error"]
+
+
+def tree_splits(tree):
+    """Non-trivial bipartitions of the observed variables induced by the tree's edges.
+
+    Each split is a ``frozenset`` of observed ids on the side that does not hold node 0;
+    splits with fewer than two observed variables on a side are trivial and left out, and
+    edges that induce the same split (chains of degree-2 hidden nodes) count once.
+    """
+    d = tree.n_observed
+    rooted = tree if tree.root == 0 or tree.n_nodes == 1 else tree.rooted_at(0)
+    below = {}
+    for u in rooted.postorder:
+        s = {u} if u < d else set()
+        for c in rooted.children[u]:
+            s |= below[c]
+        below[u] = s
+    out = set()
+    for u in range(rooted.n_nodes):
+        if u == rooted.root:
+            continue
+        side = below[u]
+        if 2 <= len(side) <= d - 2:
+            out.add(frozenset(side))
+    return out
+
+
+def robinson_foulds(tree_a, tree_b, normalize=False):
+    """Robinson-Foulds distance: splits in one tree but not the other.
+
+    With ``normalize=True`` the count is divided by the total number of non-trivial splits
+    of both trees (0 = same topology, 1 = no split in common).
+
+    Examples
+    --------
+    >>> from ltm_sklearn.datasets import balanced_binary_tree
+    >>> t = balanced_binary_tree(8)
+    >>> robinson_foulds(t, t)
+    0
+    """
+    if tree_a.n_observed != tree_b.n_observed:
+        raise ValueError(
+            f"The trees have {tree_a.n_observed} and {tree_b.n_observed} observed variables."
+        )
+    a, b = tree_splits(tree_a), tree_splits(tree_b)
+    rf = len(a ^ b)
+    if normalize:
+        total = len(a) + len(b)
+        return rf / total if total else 0.0
+    return rf
+
+
+def _leaf_hops(tree):
+    d = tree.n_observed
+    return tree.hop_distances()[:d, :d]
+
+
+def hop_error(true_tree, estimated_tree, average=False):
+    """Hop error of papers/002 section 6: ``sum_{i<j} |hops*(i,j) - hops(i,j)| / hops*(i,j)``
+    over pairs of observed variables (``average=True`` divides by the number of pairs)."""
+    if true_tree.n_observed != estimated_tree.n_observed:
+        raise ValueError("The trees must have the same observed variables.")
+    h_true, h_est = _leaf_hops(true_tree), _leaf_hops(estimated_tree)
+    iu = np.triu_indices(true_tree.n_observed, k=1)
+    err = np.abs(h_true[iu] - h_est[iu]) / h_true[iu]
+    return float(err.mean() if average else err.sum())
+
+
+def relative_joint_error(log_p_hat, log_p):
+    """Per-row relative error ``|P_hat(x) - P(x)| / P(x)`` from log-probabilities
+    (the error measure of papers/000 and papers/003)."""
+    return np.abs(np.expm1(np.asarray(log_p_hat, dtype=float) - np.asarray(log_p, dtype=float)))
