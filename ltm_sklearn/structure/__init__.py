@@ -1,6 +1,11 @@
 """Structure learning: tree metrics and tree reconstruction (functions first)."""
 
-from .distances import spectral_distance
+from .distances import gaussian_distance, nonparanormal_distance, spectral_distance
 from .nj import neighbor_joining
 
-__all__ = ["spectral_distance", "neighbor_joining"]
+__all__ = [
+    "spectral_distance",
+    "gaussian_distance",
+    "nonparanormal_distance",
+    "neighbor_joining",
+]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["spectral_distance"]
+__all__ = ["spectral_distance", "gaussian_distance", "nonparanormal_distance"]
 
 _TINY = 1e-300
 
@@ -39,3 +39,40 @@ def spectral_distance(moments, n_hidden_states):
         val += 0.5 * (np.sum(np.log(np.maximum(si, _TINY))) + np.sum(np.log(np.maximum(sj, _TINY))))
         D[i, j] = D[j, i] = max(val, 0.0)
     return D
+
+
+def gaussian_distance(X):
+    """Gaussian tree metric ``d(i, j) = -log |corr(X_i, X_j)|`` (additive on Gaussian trees).
+
+    The baseline of papers/002 Fig. 1. ``X`` is continuous, shape ``(n_samples, d)``;
+    constant columns get an infinite-like distance (correlation floored at 1e-300).
+    """
+    X = _continuous(X)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = np.corrcoef(X, rowvar=False)
+    corr = np.nan_to_num(np.atleast_2d(corr), nan=0.0)
+    D = -np.log(np.clip(np.abs(corr), _TINY, 1.0))
+    np.fill_diagonal(D, 0.0)
+    return D
+
+
+def nonparanormal_distance(X):
+    """Nonparanormal tree metric: :func:`gaussian_distance` after mapping every column to
+    normal scores ``Phi^-1(rank / (n + 1))`` (Liu, Lafferty & Wasserman 2009), the second
+    baseline of papers/002 Fig. 1."""
+    from scipy.special import ndtri
+    from scipy.stats import rankdata
+
+    X = _continuous(X)
+    n = X.shape[0]
+    Z = ndtri(rankdata(X, axis=0) / (n + 1.0))
+    return gaussian_distance(Z)
+
+
+def _continuous(X):
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2D, got shape {X.shape}.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X holds NaN or infinite values; these metrics need complete data.")
+    return X

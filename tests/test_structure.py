@@ -1,0 +1,119 @@
+"""Structure learning: tree metrics, neighbor joining, structure metrics."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
+from ltm_sklearn import SpectralLatentTree
+from ltm_sklearn.datasets import (
+    LatentTreeModel,
+    balanced_binary_tree,
+    hmm_chain,
+    random_binary_tree,
+)
+from ltm_sklearn.metrics import hop_error, robinson_foulds, tree_splits
+from ltm_sklearn.moments import MomentEstimator
+from ltm_sklearn.structure import (
+    gaussian_distance,
+    neighbor_joining,
+    nonparanormal_distance,
+    spectral_distance,
+)
+
+
+def additive_distances(tree, rng):
+    e = np.asarray(tree.edges)
+    w = rng.uniform(0.1, 1.0, len(e))
+    G = sp.coo_matrix((w, (e[:, 0], e[:, 1])), shape=(tree.n_nodes,) * 2).tocsr()
+    d = tree.n_observed
+    return shortest_path(G, directed=False)[:d, :d]
+
+
+@pytest.mark.parametrize("n_leaves", [8, 16, 32, 64])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_nj_recovers_random_trees_from_additive_distances(n_leaves, seed):
+    rng = np.random.RandomState(seed)
+    tree = random_binary_tree(n_leaves, random_state=seed)
+    est = neighbor_joining(additive_distances(tree, rng))
+    assert robinson_foulds(tree, est) == 0
+    assert hop_error(tree, est) == 0.0
+    assert all(est.degree(h) == 3 for h in est.hidden_nodes)
+
+
+def test_nj_input_checks():
+    with pytest.raises(ValueError, match="square"):
+        neighbor_joining(np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="symmetric"):
+        neighbor_joining(np.array([[0, 1, 2, 3], [2, 0, 1, 1], [2, 1, 0, 1], [3, 1, 1, 0.0]]))
+    with pytest.raises(ValueError, match="non-finite"):
+        neighbor_joining(np.array([[0, np.nan, 1], [np.nan, 0, 1], [1, 1, 0]]))
+
+
+def test_robinson_foulds_and_hop_error_values():
+    a = neighbor_joining(additive_distances(balanced_binary_tree(8), np.random.RandomState(0)))
+    b = random_binary_tree(8, random_state=5)
+    assert robinson_foulds(a, a) == 0
+    rf = robinson_foulds(a, b)
+    assert rf == len(tree_splits(a) ^ tree_splits(b)) and rf > 0
+    assert 0 < robinson_foulds(a, b, normalize=True) <= 1
+    assert hop_error(a, b) > 0 and hop_error(a, b, average=True) < hop_error(a, b)
+    # splits of a binary tree with d leaves: d - 3 non-trivial ones
+    assert len(tree_splits(b)) == 5
+    # an HMM chain has degree-2 hidden ends; equivalent splits count once
+    assert len(tree_splits(hmm_chain(6))) == 3
+
+
+def test_spectral_metric_is_additive_on_exact_moments():
+    model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, random_state=0)
+    conf = model.all_configurations()
+    p = np.exp(model.log_likelihood(conf))
+    from ltm_sklearn.moments import CategoricalEncoder
+
+    enc = CategoricalEncoder()
+    codes = enc.fit_transform(conf)
+    D = spectral_distance(MomentEstimator(codes, enc.n_states_, p), 2)
+    # four-point condition: for every quartet two of the three pair sums are equal and
+    # not smaller than the third
+    rng = np.random.RandomState(0)
+    for _ in range(50):
+        i, j, k, l = rng.choice(8, 4, replace=False)
+        s = sorted([D[i, j] + D[k, l], D[i, k] + D[j, l], D[i, l] + D[j, k]])
+        assert s[2] == pytest.approx(s[1], rel=1e-8)
+    assert robinson_foulds(model.tree, neighbor_joining(D)) == 0
+
+
+def test_nj_on_spectral_metric_recovers_balanced_trees_from_samples():
+    # Measured: 16-leaf balanced trees (k = 2, n = 4), 5 random models, N = 1e5: RF
+    # distances [0, 4, 0, 0, 0] (at 1e4: [0, 8, 2, 0, 0]). Plain NJ must keep >= 4 of 5.
+    tree = balanced_binary_tree(16)
+    exact = 0
+    for seed in range(5):
+        model = LatentTreeModel.random(tree, 2, 4, random_state=seed)
+        est = SpectralLatentTree(2).fit(model.sample(100_000, random_state=0))
+        exact += robinson_foulds(tree, est.tree_) == 0
+    assert exact >= 4
+
+
+def gaussian_tree_data(tree, n, rng):
+    """Linear-Gaussian model on a tree: child = 0.8 * parent + noise."""
+    X = np.zeros((n, tree.n_nodes))
+    X[:, tree.root] = rng.randn(n)
+    for u in tree.preorder[1:]:
+        X[:, u] = 0.8 * X[:, tree.parent[u]] + 0.6 * rng.randn(n)
+    return X[:, : tree.n_observed]
+
+
+def test_gaussian_and_nonparanormal_metrics_recover_gaussian_trees():
+    tree = balanced_binary_tree(16)
+    X = gaussian_tree_data(tree, 50_000, np.random.RandomState(0))
+    assert robinson_foulds(tree, neighbor_joining(gaussian_distance(X))) == 0
+    # nonparanormal: invariant to monotone transforms of the columns
+    Xt = np.exp(X) + X**3
+    assert robinson_foulds(tree, neighbor_joining(nonparanormal_distance(Xt))) == 0
+    np.testing.assert_allclose(nonparanormal_distance(Xt), nonparanormal_distance(X), atol=1e-12)
+
+
+def test_continuous_metric_input_checks():
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        gaussian_distance(np.array([[1.0, np.nan], [2.0, 1.0]]))
