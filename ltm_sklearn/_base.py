@@ -111,7 +111,9 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             else:
                 tree = neighbor_joining(spectral_distance(moments, self.n_hidden_states))
         else:
-            tree = LatentTree.coerce(self.tree, n_features, feature_names=names)
+            tree = LatentTree.coerce(
+                self.tree, n_features, feature_names=names, observed_leaves_only=False
+            )
         root = tree.root if tree.is_hidden(tree.root) else None
         return LatentTree(tree.edges, n_features, root=root, feature_names=names)
 
@@ -168,8 +170,10 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         pooled = MomentEstimator(codes, n_states, sample_weight, n_jobs=self.n_jobs)
         self.tree_ = self._resolve_tree(pooled, n_features)
 
+        # observed internal nodes become leaves under hidden copies (see LatentTree)
+        fit_tree = self.tree_.with_observed_leaves()
         if y is None:
-            self.components_ = [self._fit_one(self.tree_, pooled)]
+            self.components_ = [self._fit_one(fit_tree, pooled)]
             for attr in ("classes_", "class_prior_"):
                 if hasattr(self, attr):
                     delattr(self, attr)
@@ -179,7 +183,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             self.class_prior_ = weights / weights.sum()
             self.components_ = [
                 self._fit_one(
-                    self.tree_,
+                    fit_tree,
                     MomentEstimator(
                         codes, n_states, np.where(y_idx == c, sample_weight, 0.0), self.n_jobs
                     ),

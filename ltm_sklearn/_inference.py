@@ -31,7 +31,7 @@ def cpt_log_likelihood(tree, root_marginal, cpts, codes, unseen_proba=None):
     Parameters
     ----------
     tree : LatentTree
-        Rooted tree; every observed node must be a leaf.
+        Rooted tree; observed nodes may be internal.
     root_marginal : ndarray of shape (k_root,)
     cpts : dict node -> ndarray of shape (n_states[parent], n_states[node])
         Row-stochastic ``P(X_node | X_parent)`` for every non-root node.
@@ -47,24 +47,24 @@ def cpt_log_likelihood(tree, root_marginal, cpts, codes, unseen_proba=None):
     n = codes.shape[1]
     log_scale = np.zeros(n)
     messages = {}
+
+    def belief(u, size):
+        # product of the children's messages and, at an observed node, its evidence
+        ev = _product(messages, tree.children[u], n, size)
+        if u < tree.n_observed:
+            up = 0.0 if unseen_proba is None else unseen_proba[u]
+            ev *= leaf_evidence(codes[u], size, up)
+        return ev
+
     for u in tree.postorder:
         if u == tree.root:
             continue
         cpt = cpts[u]
-        if u < tree.n_observed:
-            up = None if unseen_proba is None else unseen_proba[u]
-            ev = leaf_evidence(codes[u], cpt.shape[1], up or 0.0)
-        else:
-            ev = _product(messages, tree.children[u], n, cpt.shape[1])
-        msg = ev @ cpt.T
-        msg, log_scale = _rescale(msg, log_scale)
+        msg, log_scale = _rescale(belief(u, cpt.shape[1]) @ cpt.T, log_scale)
         messages[u] = msg
-    root = tree.root
-    if root < tree.n_observed:
-        raise ValueError("Rooting at an observed node is not supported here.")
-    belief = _product(messages, tree.children[root], n, root_marginal.shape[0]) @ root_marginal
+    total = belief(tree.root, root_marginal.shape[0]) @ root_marginal
     with np.errstate(divide="ignore"):
-        return np.log(belief) + log_scale
+        return np.log(total) + log_scale
 
 
 def _product(messages, children, n, size):

@@ -154,8 +154,6 @@ class LatentTreeModel:
         self.n_states = np.asarray(n_states, dtype=np.int64)
         self.root_marginal = np.asarray(root_marginal, dtype=float)
         self.cpts = {int(u): np.asarray(c, dtype=float) for u, c in cpts.items()}
-        if tree.is_hidden(tree.root) is False and tree.n_nodes > 1:
-            raise ValueError("The root of a ground-truth model must be a hidden node.")
         for u in range(tree.n_nodes):
             if u == tree.root:
                 continue

@@ -247,6 +247,22 @@ class LatentTree:
                 )
         return self
 
+    def with_observed_leaves(self):
+        """Equivalent tree in which every observed variable is a leaf.
+
+        Each observed internal node ``o`` hands its edges to a new hidden node ``h_o`` (ids
+        appended) and hangs below it as a leaf. With ``h_o`` a copy of ``o`` the two trees
+        define the same distributions; estimators that give ``h_o`` fewer states than ``o``
+        fit a rank-limited approximation. Returns ``self`` when nothing changes.
+        """
+        internal = [u for u in range(self.n_observed) if self.degree(u) > 1]
+        if not internal or self.n_nodes == 1:
+            return self
+        copy = {o: self.n_nodes + t for t, o in enumerate(internal)}
+        edges = [(copy.get(u, u), copy.get(v, v)) for u, v in self.edges]
+        edges += [(o, h) for o, h in copy.items()]
+        return LatentTree(edges, self.n_observed, feature_names=self.feature_names)
+
     # ------------------------------------------------------------------ I/O
     @classmethod
     def from_edges(cls, edges, n_observed, **kwargs):
@@ -391,7 +407,7 @@ class LatentTree:
         return g
 
     @classmethod
-    def coerce(cls, tree, n_features, feature_names=None):
+    def coerce(cls, tree, n_features, feature_names=None, observed_leaves_only=True):
         """Turn any accepted tree specification into a validated ``LatentTree``.
 
         Accepts a ``LatentTree``, an edge list, a Newick string or a networkx graph.
@@ -418,7 +434,7 @@ class LatentTree:
                 "tree must be a LatentTree, an edge list, a Newick string or a networkx graph; "
                 f"got {type(tree).__name__}."
             )
-        return out.validate_for(n_features)
+        return out.validate_for(n_features, observed_leaves_only=observed_leaves_only)
 
     # ------------------------------------------------------------------ drawing
     def draw(self, ax=None, feature_names=None):

@@ -158,11 +158,6 @@ def test_too_many_hidden_states(small):
         SpectralLatentTree(n_hidden_states=5).fit(small)
 
 
-def test_observed_internal_node_rejected(small):
-    with pytest.raises(ValueError, match="internal nodes"):
-        SpectralLatentTree(tree=[(0, 1), (1, 2), (1, 3)]).fit(small)
-
-
 def test_wrong_tree_type(small):
     with pytest.raises(TypeError, match="tree must be"):
         SpectralLatentTree(tree=3.5).fit(small)

@@ -156,3 +156,17 @@ def test_learned_structure_by_default():
     assert est.tree_.n_observed == 8
     X_test = model.sample(2000, random_state=1)
     assert abs(model.log_likelihood(X_test).mean() - est.score(X_test)) < 0.05
+
+
+def test_observed_internal_nodes_are_exact_with_hidden_copies():
+    # observed X0 sits inside the tree (neighbours X1, X2 and hidden 5); hidden 5 holds X3, X4
+    from ltm_sklearn import LatentTree
+
+    tree = LatentTree([(0, 1), (0, 2), (0, 5), (5, 3), (5, 4)], n_observed=5, root=5)
+    model = LatentTreeModel.random(tree, 3, 3, random_state=0)
+    conf = model.all_configurations()
+    p = np.exp(model.log_likelihood(conf))
+    assert p.sum() == pytest.approx(1.0)
+    est = SpectralLatentTree(3, tree=tree).fit(conf, sample_weight=p)
+    assert est.tree_.degree(0) == 3  # the user's tree is kept as given
+    np.testing.assert_allclose(np.exp(est.score_samples(conf)), p, rtol=1e-9)
