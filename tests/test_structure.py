@@ -18,6 +18,7 @@ from ltm_sklearn.structure import (
     gaussian_distance,
     neighbor_joining,
     nonparanormal_distance,
+    recursive_grouping,
     spectral_distance,
 )
 
@@ -117,3 +118,25 @@ def test_gaussian_and_nonparanormal_metrics_recover_gaussian_trees():
 def test_continuous_metric_input_checks():
     with pytest.raises(ValueError, match="NaN or infinite"):
         gaussian_distance(np.array([[1.0, np.nan], [2.0, 1.0]]))
+
+
+@pytest.mark.parametrize("n_leaves", [8, 16, 32, 64])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_recursive_grouping_recovers_random_trees_from_additive_distances(n_leaves, seed):
+    tree = random_binary_tree(n_leaves, random_state=seed)
+    est = recursive_grouping(additive_distances(tree, np.random.RandomState(seed)))
+    assert robinson_foulds(tree, est) == 0
+    assert len(est.hidden_nodes) == n_leaves - 2
+
+
+def test_recursive_grouping_places_observed_variables_inside():
+    from ltm_sklearn import LatentTree
+
+    # X0 internal (neighbours X1, X2, hidden 5), X3 internal in a second example
+    for edges in (
+        [(0, 1), (0, 2), (0, 5), (5, 3), (5, 4)],
+        [(0, 6), (1, 6), (6, 3), (3, 7), (7, 2), (7, 4), (3, 5)],
+    ):
+        tree = LatentTree(edges, 5 if len(edges) == 5 else 6)
+        est = recursive_grouping(additive_distances(tree, np.random.RandomState(0)))
+        assert est.edges == tree.edges
