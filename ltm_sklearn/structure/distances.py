@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["spectral_distance", "gaussian_distance", "nonparanormal_distance"]
+__all__ = [
+    "spectral_distance",
+    "gaussian_distance",
+    "nonparanormal_distance",
+    "check_distance_matrix",
+]
 
 _TINY = 1e-300
 
@@ -76,3 +81,15 @@ def _continuous(X):
     if not np.all(np.isfinite(X)):
         raise ValueError("X holds NaN or infinite values; these metrics need complete data.")
     return X
+
+
+def check_distance_matrix(D):
+    """Validate a distance matrix for tree reconstruction; return it as a float copy."""
+    D = np.array(D, dtype=float)
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise ValueError(f"D must be a square matrix, got shape {D.shape}.")
+    if not np.all(np.isfinite(D)):
+        raise ValueError("D holds non-finite distances.")
+    if not np.allclose(D, D.T):
+        raise ValueError("D must be symmetric.")
+    return D

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tree import LatentTree
+from .distances import check_distance_matrix
 
 __all__ = ["neighbor_joining"]
 
@@ -31,13 +32,7 @@ def neighbor_joining(D, feature_names=None):
     >>> neighbor_joining(D).to_newick()
     '(0,1,(2,3));'
     """
-    D = np.array(D, dtype=float)
-    if D.ndim != 2 or D.shape[0] != D.shape[1]:
-        raise ValueError(f"D must be a square matrix, got shape {D.shape}.")
-    if not np.all(np.isfinite(D)):
-        raise ValueError("D holds non-finite distances.")
-    if not np.allclose(D, D.T):
-        raise ValueError("D must be symmetric.")
+    D = check_distance_matrix(D)
     d = D.shape[0]
     if d <= 3:
         return LatentTree([(i, d) for i in range(d)], d, feature_names=feature_names)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tree import LatentTree
+from .distances import check_distance_matrix
 
 __all__ = ["recursive_grouping"]
 
@@ -48,11 +49,7 @@ def recursive_grouping(D, threshold=1e-8, feature_names=None):
     >>> recursive_grouping(D).to_newick()
     '(0,1,(2,3));'
     """
-    D = np.array(D, dtype=float)
-    if D.ndim != 2 or D.shape[0] != D.shape[1]:
-        raise ValueError(f"D must be a square matrix, got shape {D.shape}.")
-    if not np.all(np.isfinite(D)):
-        raise ValueError("D holds non-finite distances.")
+    D = check_distance_matrix(D)
     d = D.shape[0]
     if d <= 2:
         return LatentTree([(i, d) for i in range(d)], d, feature_names=feature_names)
