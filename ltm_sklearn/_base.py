@@ -35,7 +35,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .moments import MISSING, UNSEEN, CategoricalEncoder, MomentEstimator
+from .moments import MISSING, CategoricalEncoder, MomentEstimator
 from .structure import neighbor_joining, spectral_distance
 from .tree import LatentTree
 
@@ -361,4 +361,4 @@ def _independence_log_likelihood(log_marginals, codes):
     return out
 
 
-__all__ = ["BaseLatentTree", "FLOOR_RATIO", "UNSEEN"]
+__all__ = ["BaseLatentTree", "FLOOR_RATIO"]

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .moments import MISSING, UNSEEN
+from ._base import BaseLatentTree
+from .moments import MISSING
 
 # Candidates per side when choosing representative / reference leaves.
 _N_CANDIDATES = 2
@@ -249,11 +250,16 @@ def _contract_all(core, kids):
     return t
 
 
-__all__ = ["fit_spectral", "spectral_log_abs", "computation_tree", "SpectralParams", "UNSEEN"]
+__all__ = [
+    "SpectralLatentTree",
+    "fit_spectral",
+    "spectral_log_abs",
+    "computation_tree",
+    "SpectralParams",
+]
 
 
 # ---------------------------------------------------------------------- estimator
-from ._base import BaseLatentTree  # noqa: E402
 
 
 class SpectralLatentTree(BaseLatentTree):
