@@ -107,7 +107,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         names = None if names is None else [str(f) for f in names]
         if self.tree is None:
             if self.structure == "star" or n_features <= 3:
-                tree = LatentTree([(i, n_features) for i in range(n_features)], n_features)
+                tree = LatentTree.star(n_features)
             else:
                 tree = neighbor_joining(spectral_distance(moments, self.n_hidden_states))
         else:

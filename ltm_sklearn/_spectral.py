@@ -51,7 +51,6 @@ class _Node:
     host: int  # tree node represented (virtual nodes carry their hidden host)
     children: list = field(default_factory=list)  # computation-node ids
     leaves: tuple = ()  # observed variables in the subtree
-    parent: int = -1
     rep: int = -1
     ref: int = -1
 
@@ -77,10 +76,7 @@ def computation_tree(tree):
     def new(host, children):
         leaves = tuple(sorted(v for c in children for v in nodes[c].leaves))
         nodes.append(_Node(host=host, children=list(children), leaves=leaves))
-        nid = len(nodes) - 1
-        for c in children:
-            nodes[c].parent = nid
-        return nid
+        return len(nodes) - 1
 
     def expand(u, is_root):
         if u < tree.n_observed and not tree.children[u]:

@@ -89,7 +89,7 @@ def random_binary_tree(n_leaves, random_state=None):
 def star_tree(n_leaves):
     """One hidden node joined to every observed variable (a latent class model)."""
     n_leaves = _check_n(n_leaves, 1)
-    return LatentTree([(i, n_leaves) for i in range(n_leaves)], n_leaves)
+    return LatentTree.star(n_leaves)
 
 
 def hmm_chain(n_steps):

@@ -148,10 +148,8 @@ def _columns(X):
     arr = np.asarray(X, dtype=object) if not isinstance(X, np.ndarray) else X
     if arr.ndim != 2:
         raise ValueError(f"Expected a 2D array, got {arr.ndim}D.")
-    if arr.dtype.kind == "f":
-        if np.isinf(arr).any():
-            raise ValueError("X holds infinite values; categories must be finite.")
-        return [arr[:, j] for j in range(arr.shape[1])]
+    if arr.dtype.kind == "f" and np.isinf(arr).any():
+        raise ValueError("X holds infinite values; categories must be finite.")
     return [arr[:, j] for j in range(arr.shape[1])]
 
 

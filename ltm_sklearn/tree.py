@@ -265,6 +265,13 @@ class LatentTree:
 
     # ------------------------------------------------------------------ I/O
     @classmethod
+    def star(cls, n_observed, feature_names=None):
+        """One hidden node (id ``n_observed``) joined to every observed variable."""
+        return cls(
+            [(i, n_observed) for i in range(n_observed)], n_observed, feature_names=feature_names
+        )
+
+    @classmethod
     def from_edges(cls, edges, n_observed, **kwargs):
         """Build from an edge list over node ids (observed ``0..n_observed-1`` first)."""
         return cls(edges, n_observed, **kwargs)

@@ -35,7 +35,7 @@ def neighbor_joining(D, feature_names=None):
     D = check_distance_matrix(D)
     d = D.shape[0]
     if d <= 3:
-        return LatentTree([(i, d) for i in range(d)], d, feature_names=feature_names)
+        return LatentTree.star(d, feature_names=feature_names)
     edges = _join(D)
     return LatentTree(edges, d, feature_names=feature_names)
 

@@ -52,7 +52,7 @@ def recursive_grouping(D, threshold=1e-8, feature_names=None):
     D = check_distance_matrix(D)
     d = D.shape[0]
     if d <= 2:
-        return LatentTree([(i, d) for i in range(d)], d, feature_names=feature_names)
+        return LatentTree.star(d, feature_names=feature_names)
     size = 2 * d
     dist = np.full((size, size), np.nan)
     dist[:d, :d] = D
