@@ -36,7 +36,7 @@ from sklearn.utils.validation import (
 )
 
 from .moments import MISSING, CategoricalEncoder, MomentEstimator
-from .structure import neighbor_joining, spectral_distance
+from .structure import STRUCTURE_METHODS, learn_tree, spectral_distance
 from .tree import LatentTree
 
 FLOOR_RATIO = 1e-3
@@ -56,7 +56,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     _parameter_constraints: dict = {
         "n_hidden_states": [Interval(Integral, 1, None, closed="left")],
         "tree": "no_validation",  # LatentTree, edge list, Newick string or networkx graph
-        "structure": [StrOptions({"nj", "star"})],
+        "structure": [StrOptions(set(STRUCTURE_METHODS))],
         "n_jobs": [None, Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -102,14 +102,15 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     def _encode(self, X):
         return self._encoder.transform(X)
 
-    def _resolve_tree(self, moments, n_features):
+    def _resolve_tree(self, moments, n_features, n_samples):
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(f) for f in names]
         if self.tree is None:
-            if self.structure == "star" or n_features <= 3:
+            if self.structure == "star":
                 tree = LatentTree.star(n_features)
             else:
-                tree = neighbor_joining(spectral_distance(moments, self.n_hidden_states))
+                D = spectral_distance(moments, self.n_hidden_states)
+                tree = learn_tree(D, self.structure, n_samples=n_samples)
         else:
             tree = LatentTree.coerce(
                 self.tree, n_features, feature_names=names, observed_leaves_only=False
@@ -168,7 +169,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 "more states than the observed variables."
             )
         pooled = MomentEstimator(codes, n_states, sample_weight, n_jobs=self.n_jobs)
-        self.tree_ = self._resolve_tree(pooled, n_features)
+        self.tree_ = self._resolve_tree(pooled, n_features, n_samples)
 
         # observed internal nodes become leaves under hidden copies (see LatentTree)
         fit_tree = self.tree_.with_observed_leaves()

@@ -1,6 +1,8 @@
 """Structure learning: tree metrics and tree reconstruction (functions first)."""
 
+from .chow_liu import chow_liu_tree, clnj, clrg
 from .distances import gaussian_distance, nonparanormal_distance, spectral_distance
+from .learn import STRUCTURE_METHODS, learn_tree, sample_threshold
 from .nj import neighbor_joining
 from .rg import recursive_grouping
 
@@ -10,4 +12,10 @@ __all__ = [
     "nonparanormal_distance",
     "neighbor_joining",
     "recursive_grouping",
+    "chow_liu_tree",
+    "clrg",
+    "clnj",
+    "learn_tree",
+    "sample_threshold",
+    "STRUCTURE_METHODS",
 ]

@@ -94,7 +94,7 @@ def recursive_grouping(D, threshold=1e-8, feature_names=None):
     if len(active) == 2:
         edges.append((active[0], active[1]))
     tree = LatentTree(edges, d, feature_names=feature_names)
-    return _suppress_degree_two_hidden(tree, feature_names)
+    return suppress_degree_two_hidden(tree, feature_names)
 
 
 def _families(dist, active, threshold):
@@ -149,7 +149,7 @@ def _find_parent(dist, group, phi_mean, threshold):
     return best
 
 
-def _suppress_degree_two_hidden(tree, feature_names):
+def suppress_degree_two_hidden(tree, feature_names):
     """Remove hidden nodes with exactly two neighbours (they carry no split)."""
     adj = [set(n) for n in tree.neighbors]
     d = tree.n_observed

@@ -1,0 +1,243 @@
+"""Chow-Liu grouping (Choi, Tan, Anandkumar & Willsky, JMLR 2011, section 5).
+
+1. The minimum spanning tree of the tree metric over the observed variables (the Chow-Liu
+   tree for information distances) fixes which variables are close.
+2. For every internal node ``i`` of the spanning tree, the closed neighbourhood of ``i`` in
+   the current tree is replaced by a latent tree learned on it alone, by recursive grouping
+   (CLRG) or neighbor joining (CLNJ).
+
+Each local problem sees only a handful of nearby nodes, so it relies on short, accurately
+estimated distances instead of the long, noisy ones a global method needs. Distances
+involving hidden nodes created by earlier steps are estimated from the observed nodes
+nearest to them (see :func:`_node_distance`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse.csgraph import minimum_spanning_tree
+
+from ..tree import LatentTree
+from .distances import check_distance_matrix
+from .nj import neighbor_joining
+from .rg import recursive_grouping, suppress_degree_two_hidden
+
+__all__ = ["chow_liu_tree", "clrg", "clnj"]
+
+#: observed nodes used to estimate the distance of a hidden node (the nearest ones)
+_N_NEAREST = 4
+
+
+def chow_liu_tree(D):
+    """Minimum spanning tree of a distance matrix, as a list of ``(i, j)`` edges.
+
+    For information distances ``-log`` of a dependence measure this is the Chow-Liu
+    (maximum dependence) tree over the observed variables.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> D = np.array([[0, 1, 3], [1, 0, 2], [3, 2, 0]], float)
+    >>> chow_liu_tree(D)
+    [(0, 1), (1, 2)]
+    """
+    D = check_distance_matrix(D)
+    # zero distances (identical variables) are edges too: shift every weight by a constant
+    W = D + 1.0
+    np.fill_diagonal(W, 0.0)
+    mst = minimum_spanning_tree(W).tocoo()
+    return sorted((int(min(u, v)), int(max(u, v))) for u, v in zip(mst.row, mst.col))
+
+
+def clrg(D, threshold=1e-8, feature_names=None):
+    """Chow-Liu recursive grouping: :func:`recursive_grouping` on each MST neighbourhood.
+
+    Parameters
+    ----------
+    D : array-like of shape (d, d)
+        Tree distances between observed variables.
+    threshold : float, default=1e-8
+        Tolerance of the recursive-grouping tests, as in :func:`recursive_grouping`.
+
+    Returns
+    -------
+    LatentTree
+        Observed variables may be internal nodes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> D = np.array([[0, 2, 3, 3], [2, 0, 3, 3], [3, 3, 0, 2], [3, 3, 2, 0]], float)
+    >>> clrg(D).to_newick()
+    '(0,1,(2,3));'
+    """
+    return _chow_liu_local(
+        D, lambda Dv: recursive_grouping(Dv, threshold=threshold), threshold, feature_names
+    )
+
+
+def clnj(D, threshold=1e-8, feature_names=None):
+    """Chow-Liu neighbor joining: :func:`neighbor_joining` on each MST neighbourhood.
+
+    Hidden nodes joined to an observed node by an edge shorter than ``threshold`` are merged
+    into it, so observed variables can be internal nodes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> D = np.array([[0, 2, 3, 3], [2, 0, 3, 3], [3, 3, 0, 2], [3, 3, 2, 0]], float)
+    >>> clnj(D).to_newick()
+    '(0,1,(2,3));'
+    """
+    return _chow_liu_local(D, neighbor_joining, threshold, feature_names)
+
+
+def _chow_liu_local(D, local, threshold, feature_names):
+    D = check_distance_matrix(D)
+    d = D.shape[0]
+    if d <= 2:
+        return LatentTree.star(d, feature_names=feature_names)
+    adj = [set() for _ in range(d)]
+    length = {}
+    for u, v in chow_liu_tree(D):
+        _link(adj, length, u, v, D[u, v])
+    # internal nodes, in order of decreasing spanning-tree degree
+    internal = sorted((i for i in range(d) if len(adj[i]) > 1), key=lambda i: -len(adj[i]))
+    for i in internal:
+        V = [i] + sorted(adj[i])
+        m = len(V)
+        Dv = np.zeros((m, m))
+        for a in range(m):
+            for b in range(a + 1, m):
+                Dv[a, b] = Dv[b, a] = _node_distance(D, adj, length, V[a], V[b])
+        sub = local(Dv)
+        sub_len = fit_edge_lengths(sub, Dv)
+        for v in V[1:]:
+            _unlink(adj, length, i, v)
+        ids = V + [len(adj) + t for t in range(sub.n_nodes - m)]
+        adj += [set() for _ in range(sub.n_nodes - m)]
+        for (u, v), w in zip(sub.edges, sub_len):
+            _link(adj, length, ids[u], ids[v], w)
+        _merge_short_edges(adj, length, d, threshold)
+    edges = [(u, v) for u in range(len(adj)) for v in adj[u] if u < v]
+    used = sorted({u for e in edges for u in e} | set(range(d)))
+    new_id = {u: t for t, u in enumerate(used)}
+    tree = LatentTree([(new_id[u], new_id[v]) for u, v in edges], d, feature_names=feature_names)
+    return suppress_degree_two_hidden(tree, feature_names)
+
+
+def _link(adj, length, u, v, w):
+    adj[u].add(v)
+    adj[v].add(u)
+    length[(min(u, v), max(u, v))] = max(float(w), 0.0)
+
+
+def _unlink(adj, length, u, v):
+    adj[u].discard(v)
+    adj[v].discard(u)
+    length.pop((min(u, v), max(u, v)), None)
+
+
+def _side(adj, length, a, away, d):
+    """Observed nodes ``o`` with ``a`` on the path from ``o`` to ``away``, nearest first,
+    with their path lengths to ``a`` (``a`` itself at 0 when it is observed)."""
+    found = []
+    dist = {a: 0.0}
+    stack = [a]
+    blocked = {away}
+    while stack:
+        u = stack.pop()
+        if u < d:
+            found.append((dist[u], u))
+        for v in adj[u]:
+            if v not in dist and v not in blocked:
+                dist[v] = dist[u] + length[(min(u, v), max(u, v))]
+                stack.append(v)
+    found.sort()
+    return found[:_N_NEAREST]
+
+
+def _node_distance(D, adj, length, a, b):
+    """Estimated distance between two nodes of the current tree.
+
+    Observed pairs use ``D``. A hidden node ``a`` is represented by its nearest observed
+    nodes ``o`` on the far side from ``b``: ``d(a, b) = mean_o [d(o, b) - d(o, a)]``, with
+    ``d(o, a)`` the path length through already-fitted edges (additivity of the metric).
+    """
+    d = D.shape[0]
+    if a < d and b < d:
+        return D[a, b]
+    first = _first_step(adj, a, b)
+    Sa = [(0.0, a)] if a < d else _side(adj, length, a, first[0], d)
+    Sb = [(0.0, b)] if b < d else _side(adj, length, b, first[1], d)
+    vals = [D[o, p] - la - lb for la, o in Sa for lb, p in Sb]
+    return max(float(np.mean(vals)), 0.0)
+
+
+def _first_step(adj, a, b):
+    """Neighbour of ``a`` towards ``b`` and neighbour of ``b`` towards ``a`` (the blocked
+    directions of :func:`_side`); ``-1`` when ``a`` and ``b`` are not connected."""
+    prev = {a: None}
+    queue = [a]
+    for u in queue:
+        if u == b:
+            break
+        for v in adj[u]:
+            if v not in prev:
+                prev[v] = u
+                queue.append(v)
+    if b not in prev:
+        return -1, -1
+    path = [b]
+    while prev[path[-1]] is not None:
+        path.append(prev[path[-1]])
+    path.reverse()
+    return path[1], path[-2]
+
+
+def fit_edge_lengths(tree, D):
+    """Least-squares edge lengths of ``tree`` from distances ``D`` between its observed nodes.
+
+    Solves ``sum_{e on path(i, j)} l_e = D_ij`` over all observed pairs (clipped at 0);
+    exact when ``D`` is additive on ``tree``.
+
+    Returns
+    -------
+    ndarray of shape (n_edges,), aligned with ``tree.edges``.
+    """
+    d = tree.n_observed
+    edge_id = {(min(u, v), max(u, v)): t for t, (u, v) in enumerate(tree.edges)}
+    rows, rhs = [], []
+    for i in range(d):
+        prev = tree.rooted_at(i).parent
+        for j in range(i + 1, d):
+            row = np.zeros(len(tree.edges))
+            u = j
+            while u != i:
+                p = prev[u]
+                row[edge_id[(min(u, p), max(u, p))]] = 1.0
+                u = p
+            rows.append(row)
+            rhs.append(D[i, j])
+    if not rows:
+        return np.zeros(len(tree.edges))
+    sol = np.linalg.lstsq(np.asarray(rows), np.asarray(rhs), rcond=None)[0]
+    return np.maximum(sol, 0.0)
+
+
+def _merge_short_edges(adj, length, d, threshold):
+    """Merge hidden nodes into observed neighbours closer than ``threshold``, shortest
+    edge first, until no such edge is left."""
+    while True:
+        short = [(w, u, v) for (u, v), w in length.items() if w <= threshold and (u < d) != (v < d)]
+        if not short:
+            return
+        _, u, v = min(short)
+        obs, hid = (u, v) if u < d else (v, u)
+        w = length[(min(u, v), max(u, v))]
+        for x in list(adj[hid]):
+            if x != obs:
+                w_x = length[(min(hid, x), max(hid, x))]
+                _unlink(adj, length, hid, x)
+                _link(adj, length, obs, x, w_x + w)
+        _unlink(adj, length, hid, obs)

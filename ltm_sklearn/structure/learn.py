@@ -1,0 +1,65 @@
+"""One entry point from a distance matrix to a tree, shared by every estimator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tree import LatentTree
+from .chow_liu import clnj, clrg
+from .nj import neighbor_joining
+from .rg import recursive_grouping
+
+__all__ = ["STRUCTURE_METHODS", "learn_tree", "sample_threshold"]
+
+STRUCTURE_METHODS = ("nj", "rg", "clrg", "clnj", "star")
+
+#: the tests of RG/CLRG/CLNJ accept differences up to ``_THRESHOLD_SCALE / sqrt(N)``
+_THRESHOLD_SCALE = 2.0
+
+
+def sample_threshold(n_samples):
+    """Tolerance of the distance-equality tests for ``n_samples`` rows.
+
+    Estimated information distances have standard errors of order ``1 / sqrt(N)``; the
+    tests of recursive grouping (``Phi`` constant, ``Phi = d``) and the merging of short
+    hidden-observed edges accept differences up to ``2 / sqrt(N)``.
+    """
+    return _THRESHOLD_SCALE / np.sqrt(max(float(n_samples), 1.0))
+
+
+def learn_tree(D, method="nj", n_samples=None, feature_names=None):
+    """Learn a latent tree from a distance matrix between observed variables.
+
+    Parameters
+    ----------
+    D : ndarray of shape (d, d)
+        Tree metric (for instance :func:`spectral_distance`).
+    method : {"nj", "rg", "clrg", "clnj", "star"}, default="nj"
+        Neighbor joining (all observed variables at leaves), recursive grouping, Chow-Liu
+        recursive grouping, Chow-Liu neighbor joining (these three may place observed
+        variables at internal nodes), or a star around one hidden node.
+    n_samples : int, default=None
+        Rows behind ``D``; sets the test tolerance :func:`sample_threshold` (``None``:
+        exact distances, tolerance 1e-8).
+
+    Returns
+    -------
+    LatentTree
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> D = np.array([[0, 2, 3, 3], [2, 0, 3, 3], [3, 3, 0, 2], [3, 3, 2, 0]], float)
+    >>> learn_tree(D, "clnj", n_samples=10_000).to_newick()
+    '(0,1,(2,3));'
+    """
+    if method not in STRUCTURE_METHODS:
+        raise ValueError(f"structure must be one of {STRUCTURE_METHODS}, got {method!r}.")
+    d = D.shape[0]
+    if method == "star" or d <= 3:
+        return LatentTree.star(d, feature_names=feature_names)
+    threshold = 1e-8 if n_samples is None else sample_threshold(n_samples)
+    if method == "nj":
+        return neighbor_joining(D, feature_names=feature_names)
+    fn = {"rg": recursive_grouping, "clrg": clrg, "clnj": clnj}[method]
+    return fn(D, threshold=threshold, feature_names=feature_names)
