@@ -1,8 +1,8 @@
 """Structure learning: Robinson-Foulds distance vs N, and neighbor-joining speed.
 
 1. RF distance of the learned tree to the truth for 16- and 32-leaf balanced and random
-   binary trees (k = 2, n = 4), N = 1e3, 1e4, 1e5, 5 random models each, for every
-   structure method available (currently: neighbor joining on the spectral tree metric).
+   binary trees (k = 2, n = 4), N = 1e3, 1e4, 1e5, 5 random models each, at two CPT noise
+   levels, for every structure method (NJ, RG, CLRG, CLNJ on the spectral tree metric).
 2. Neighbor joining time at 256, 1,024 and 2,048 leaves on exact additive distances of a
    random binary tree, next to scikit-bio's compiled ``nj`` on the same matrix (bench
    extra), in the same run.
@@ -24,40 +24,40 @@ from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_b
 from ltm_sklearn.metrics import robinson_foulds
 from ltm_sklearn.structure import neighbor_joining
 
-METHODS = ["nj"]
+METHODS = ["nj", "rg", "clrg", "clnj"]
 
 
-def rf_table(sizes, n_models):
+def rf_table(sizes, n_models, noise):
     rows = []
     for shape in ("balanced", "random"):
         for n_leaves in (16, 32):
             for n in sizes:
-                for method in METHODS:
-                    rfs, exact, secs = [], 0, []
-                    for seed in range(n_models):
-                        tree = (
-                            balanced_binary_tree(n_leaves)
-                            if shape == "balanced"
-                            else random_binary_tree(n_leaves, random_state=seed)
-                        )
-                        model = LatentTreeModel.random(tree, 2, 4, random_state=seed)
-                        X = model.sample(n, random_state=seed + 100)
+                rfs = {m: [] for m in METHODS}
+                secs = {m: [] for m in METHODS}
+                for seed in range(n_models):
+                    tree = (
+                        balanced_binary_tree(n_leaves)
+                        if shape == "balanced"
+                        else random_binary_tree(n_leaves, random_state=seed)
+                    )
+                    model = LatentTreeModel.random(tree, 2, 4, noise=noise, random_state=seed)
+                    X = model.sample(n, random_state=seed + 100)
+                    for method in METHODS:
                         est, t = timed(SpectralLatentTree(2, structure=method).fit, X)
-                        rf = robinson_foulds(tree, est.tree_)
-                        rfs.append(rf)
-                        exact += rf == 0
-                        secs.append(t)
+                        rfs[method].append(robinson_foulds(tree, est.tree_))
+                        secs[method].append(t)
+                for method in METHODS:
                     rows.append(
                         [
                             f"{shape}{n_leaves}",
                             f"{n:,}",
                             method,
-                            " ".join(map(str, rfs)),
-                            f"{exact}/{n_models}",
-                            f"{np.median(secs):.2f}",
+                            " ".join(map(str, rfs[method])),
+                            f"{sum(r == 0 for r in rfs[method])}/{n_models}",
+                            f"{np.median(secs[method]):.2f}",
                         ]
                     )
-                    print(rows[-1], flush=True)
+                    print(noise, rows[-1], flush=True)
     return markdown_table(["tree", "N", "method", "RF per model", "exact", "fit s (median)"], rows)
 
 
@@ -94,16 +94,23 @@ def nj_speed(leaf_counts):
     )
 
 
+NOISE_LEVELS = (0.3, 0.5)
+
+
 def main(quick=False):
     sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
     n_models = 2 if quick else 5
-    rf = rf_table(sizes, n_models)
+    tables = [
+        f"## RF distance to the true tree, noise = {noise}\n\n{rf_table(sizes, n_models, noise)}"
+        for noise in NOISE_LEVELS
+    ]
     speed = nj_speed([256, 1024] if quick else [256, 1024, 2048])
     save(
         "bench_structure",
-        f"# bench_structure\n\nMachine: {machine()}. k = k' = 2, n = 4, noise = 0.5.\n\n"
-        f"## RF distance to the true tree\n\n{rf}\n\n## Neighbor joining time (exact "
-        f"additive distances, random binary tree)\n\n{speed}",
+        f"# bench_structure\n\nMachine: {machine()}. k = k' = 2, n = 4; CPTs of "
+        "`LatentTreeModel.random(noise=...)` (smaller noise: better-conditioned edges). "
+        "Thresholds of rg/clrg/clnj: 2 / sqrt(N).\n\n" + "\n\n".join(tables) + "\n\n"
+        f"## Neighbor joining time (exact additive distances, random binary tree)\n\n{speed}",
     )
 
 

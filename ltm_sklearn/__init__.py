@@ -1,7 +1,8 @@
 """ltm_sklearn: scikit-learn compatible estimators for latent tree graphical models."""
 
+from ._em import LatentTreeEM
 from ._spectral import SpectralLatentTree
 from .tree import LatentTree
 
-__all__ = ["LatentTree", "SpectralLatentTree"]
+__all__ = ["LatentTree", "LatentTreeEM", "SpectralLatentTree"]
 __version__ = "0.1.0.dev0"

@@ -79,6 +79,10 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.random_state = random_state
         self.verbose = verbose
 
+    #: fit on ``tree_.with_observed_leaves()`` (False: the estimator handles observed
+    #: internal nodes itself)
+    _fit_on_observed_leaves = True
+
     # ------------------------------------------------------------------ hooks
     @abstractmethod
     def _fit_component(self, tree, moments, unseen_proba):
@@ -172,7 +176,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.tree_ = self._resolve_tree(pooled, n_features, n_samples)
 
         # observed internal nodes become leaves under hidden copies (see LatentTree)
-        fit_tree = self.tree_.with_observed_leaves()
+        fit_tree = self.tree_.with_observed_leaves() if self._fit_on_observed_leaves else self.tree_
         if y is None:
             self.components_ = [self._fit_one(fit_tree, pooled)]
             for attr in ("classes_", "class_prior_"):
@@ -191,7 +195,11 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 )
                 for c in range(len(self.classes_))
             ]
+        self._after_fit()
         return self
+
+    def _after_fit(self):
+        """Hook: set estimator-specific fitted attributes from ``components_``."""
 
     def _fit_one(self, tree, moments):
         log_marginals, unseen = [], []

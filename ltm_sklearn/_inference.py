@@ -75,6 +75,6 @@ def _product(messages, children, n, size):
 
 
 def _rescale(msg, log_scale):
-    s = np.abs(msg).max(axis=1)
+    s = msg @ np.ones(msg.shape[1])  # messages are non-negative: row sums, via BLAS
     s = np.where(s > 0, s, 1.0)
     return msg / s[:, None], log_scale + np.log(s)

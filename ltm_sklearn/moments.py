@@ -111,6 +111,26 @@ class CategoricalEncoder:
             )
         return self._codes([_factorize(col, j) for j, col in enumerate(columns)])
 
+    def inverse_transform(self, codes):
+        """Values of ``codes`` of shape ``(n_samples, n_features)`` (non-negative codes).
+
+        Returns an integer or float array when every column holds numbers, else an object
+        array.
+        """
+        codes = np.asarray(codes)
+        cols = [
+            np.asarray(self.categories_[j], dtype=object)[codes[:, j]]
+            for j in range(codes.shape[1])
+        ]
+        out = np.column_stack(cols) if cols else np.empty((codes.shape[0], 0), dtype=object)
+        if all(isinstance(v, numbers.Number) for c in self.categories_ for v in c):
+            return out.astype(
+                float
+                if any(isinstance(v, float) for c in self.categories_ for v in c)
+                else np.int64
+            )
+        return out
+
     def _codes(self, factorized):
         n = len(factorized[0][0]) if factorized else 0
         dtype = np.int16 if self.n_states_.max(initial=1) < 2**15 - 1 else np.int32
