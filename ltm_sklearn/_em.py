@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseLatentTree
-from ._inference import cpt_log_likelihood, leaf_evidence
+from ._inference import cpt_log_likelihood, node_sizes, observed_evidence, upward_pass
 from .datasets import LatentTreeModel
 
 __all__ = ["LatentTreeEM", "em_step", "m_step", "fit_em", "node_posteriors", "random_cpts"]
@@ -71,8 +71,10 @@ def em_step(tree, root_marginal, cpts, codes, weights, unseen_proba=None, eviden
         ``sum_rows w P(x_parent, x_node | x)``.
     """
     if evidence is None:
-        evidence = observed_evidence(tree, root_marginal, cpts, codes, unseen_proba)
-    up = _upward(tree, root_marginal, cpts, evidence)
+        evidence = observed_evidence(
+            tree, node_sizes(tree, root_marginal, cpts), codes, unseen_proba
+        )
+    up = upward_pass(tree, root_marginal, cpts, evidence)
     lik = up["lik"]
     with np.errstate(divide="ignore"):
         loglik = np.log(lik) + up["log_scale"]
@@ -95,8 +97,8 @@ def node_posteriors(tree, root_marginal, cpts, codes, unseen_proba=None, nodes=N
     renormalised per row (rows of probability zero get a uniform posterior).
     """
     nodes = tree.hidden_nodes if nodes is None else nodes
-    evidence = observed_evidence(tree, root_marginal, cpts, codes, unseen_proba)
-    up = _upward(tree, root_marginal, cpts, evidence)
+    evidence = observed_evidence(tree, node_sizes(tree, root_marginal, cpts), codes, unseen_proba)
+    up = upward_pass(tree, root_marginal, cpts, evidence)
     alpha = {tree.root: np.broadcast_to(root_marginal, up["beta"][tree.root].shape)}
     for c, _, a in _downward(tree, root_marginal, cpts, up):
         alpha[c] = a
@@ -106,44 +108,6 @@ def node_posteriors(tree, root_marginal, cpts, codes, unseen_proba=None, nodes=N
         s = q.sum(axis=1, keepdims=True)
         out[u] = np.where(s > 0, q / np.where(s > 0, s, 1.0), 1.0 / q.shape[1])
     return out
-
-
-def observed_evidence(tree, root_marginal, cpts, codes, unseen_proba=None):
-    """One-hot evidence ``(N, n_j)`` of every observed node (all ones where missing)."""
-    size = {u: c.shape[1] for u, c in cpts.items()}
-    size[tree.root] = root_marginal.shape[0]
-    ev = {}
-    for u in range(tree.n_observed):
-        miss = 0.0 if unseen_proba is None else unseen_proba[u]
-        ev[u] = leaf_evidence(codes[u], size[u], miss)
-    return ev
-
-
-def _upward(tree, root_marginal, cpts, evidence):
-    """``beta_u = evidence(u) prod_children msg_c`` and rescaled messages
-    ``msg_u = beta_u @ cpt_u^T`` (papers/003 eq. (9)), with the per-row log scale."""
-    n = next(iter(evidence.values())).shape[0]
-    ev, beta, msg = {}, {}, {}
-    log_scale = np.zeros(n)
-    for u in tree.postorder:
-        e = ev[u] = evidence.get(u)  # None for hidden nodes (all ones)
-        children = tree.children[u]
-        if children:
-            b = msg[children[0]] * e if e is not None else msg[children[0]].copy()
-            for c in children[1:]:
-                b *= msg[c]
-        else:
-            k = root_marginal.shape[0] if u == tree.root else cpts[u].shape[1]
-            b = e if e is not None else np.ones((n, k))
-        beta[u] = b
-        if u != tree.root:
-            m = b @ cpts[u].T
-            s = m @ np.ones(m.shape[1])  # row sums (faster than a reduction)
-            s = np.where(s > 0, s, 1.0)
-            msg[u] = m / s[:, None]
-            log_scale += np.log(s)
-    lik = beta[tree.root] @ root_marginal
-    return {"ev": ev, "beta": beta, "msg": msg, "log_scale": log_scale, "lik": lik}
 
 
 def _downward(tree, root_marginal, cpts, up):
@@ -205,7 +169,7 @@ def fit_em(tree, root_marginal, cpts, codes, weights, unseen_proba, max_iter, to
     total = weights.sum()
     if total <= 0:  # e.g. a class whose rows all have zero weight: nothing to fit
         return root_marginal, cpts, -np.inf, 0, True, []
-    evidence = observed_evidence(tree, root_marginal, cpts, codes, unseen_proba)
+    evidence = observed_evidence(tree, node_sizes(tree, root_marginal, cpts), codes, unseen_proba)
     history = []
     converged = False
     for it in range(1, max_iter + 1):
