@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseLatentTree
 from ._inference import cpt_log_likelihood, node_sizes, observed_evidence, upward_pass
@@ -364,8 +365,6 @@ class LatentTreeEM(BaseLatentTree):
         ndarray of shape (n_samples, n_hidden_nodes, n_hidden_states)
             Hidden nodes in the order of ``tree_.hidden_nodes``.
         """
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self)
         codes = self._encode(self._validate_X(X, reset=False))
         tree = self.tree_
@@ -398,8 +397,6 @@ class LatentTreeEM(BaseLatentTree):
         y : ndarray of shape (n_samples,) or None
             Class labels in supervised mode, else ``None``.
         """
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self)
         if int(n_samples) != n_samples or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")

@@ -252,6 +252,9 @@ class MomentEstimator:
         return {(i, j): self._pairs[(i, j)] for i, j in pairs}
 
     def pair(self, i, j):
+        """``P(X_i, X_j)`` with rows over ``X_i``, for either order of ``i, j`` (one cache)."""
+        if i > j:
+            return self.pairs([(j, i)])[(j, i)].T
         return self.pairs([(i, j)])[(i, j)]
 
     def all_pairs(self):

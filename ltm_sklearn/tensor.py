@@ -272,7 +272,7 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None):
             joint = O[p] * w[None, :]  # P(p = v, c = j)
             cpts[c] = _normalise_rows(joint / np.maximum(joint.sum(axis=1, keepdims=True), _EPS))
         else:
-            P = moments.pair(p, c) if p < c else moments.pair(c, p).T
+            P = moments.pair(p, c)
             cpts[c] = _normalise_rows(P)
     return np.asarray(root_marginal, dtype=float), cpts
 
@@ -292,8 +292,7 @@ def _decompose_node(tree, moments, h, k, hops, rng):
     views = [obs[0] for obs in directions[:3]]
     x1, x2, x3 = views
 
-    def pair(a, b):
-        return moments.pair(a, b) if a < b else moments.pair(b, a).T
+    pair = moments.pair
 
     def triple(B1, B2, B3):
         return moments.projected([((x1, x2, x3), (B1, B2, B3))])[0]
