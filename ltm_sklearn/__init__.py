@@ -1,8 +1,9 @@
 """ltm_sklearn: scikit-learn compatible estimators for latent tree graphical models."""
 
 from ._em import LatentTreeEM
+from ._hierarchical import HierarchicalTensorLTM
 from ._spectral import SpectralLatentTree
 from .tree import LatentTree
 
-__all__ = ["LatentTree", "LatentTreeEM", "SpectralLatentTree"]
+__all__ = ["HierarchicalTensorLTM", "LatentTree", "LatentTreeEM", "SpectralLatentTree"]
 __version__ = "0.1.0.dev0"

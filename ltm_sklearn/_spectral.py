@@ -96,7 +96,11 @@ def computation_tree(tree):
 
 
 def _choose_rep_ref(tree, nodes, moments, k):
-    """Pick ``rep``/``ref`` of every non-root computation node (papers/003 section 5.3)."""
+    """Pick ``rep``/``ref`` of every non-root computation node (papers/003 section 5.3).
+
+    ``ref`` may be any observed leaf outside the subtree. Pair tables are counted in one
+    batch (one pass over the rows).
+    """
     hops = tree.hop_distances()
     d = tree.n_observed
     all_leaves = np.arange(d)
@@ -106,25 +110,31 @@ def _choose_rep_ref(tree, nodes, moments, k):
         outside = np.setdiff1d(all_leaves, inside, assume_unique=True)
         if outside.size == 0:
             continue
-        near = hops[node.host]
-        reps = inside[np.argsort(near[inside], kind="stable")[:_N_CANDIDATES]]
-        refs = outside[np.argsort(near[outside], kind="stable")[:_N_CANDIDATES]]
-        choices[nid] = [(int(a), int(b)) for a in reps for b in refs]
+        choices[nid] = nearest_candidates(hops[node.host], inside, outside)
     wanted = sorted({(min(a, b), max(a, b)) for c in choices.values() for a, b in c})
-    tables = moments.pairs(wanted)
+    moments.pairs(wanted)
     for nid, cands in choices.items():
-        best, best_s = cands[0], -np.inf
-        for a, b in cands:
-            s = np.linalg.svd(_oriented(tables, a, b), compute_uv=False)
-            sk = s[min(k, s.size) - 1]
-            if sk > best_s:
-                best, best_s = (a, b), sk
-        nodes[nid].rep, nodes[nid].ref = best
-    return tables
+        nodes[nid].rep, nodes[nid].ref = best_linker_pair(moments, cands, k)
 
 
-def _oriented(tables, a, b):
-    return tables[(a, b)] if a < b else tables[(b, a)].T
+def nearest_candidates(near, inside, outside):
+    """``(rep, ref)`` candidates: the ``_N_CANDIDATES`` nearest leaves on each side."""
+    inside, outside = np.asarray(inside), np.asarray(outside)
+    reps = inside[np.argsort(near[inside], kind="stable")[:_N_CANDIDATES]]
+    refs = outside[np.argsort(near[outside], kind="stable")[:_N_CANDIDATES]]
+    return [(int(a), int(b)) for a in reps for b in refs]
+
+
+def best_linker_pair(moments, candidates, k):
+    """The candidate ``(rep, ref)`` whose pair marginal has the largest ``k``-th singular
+    value (papers/003 Theorem 1: the error bound grows with its inverse)."""
+    best, best_s = candidates[0], -np.inf
+    for a, b in candidates:
+        s = np.linalg.svd(moments.pair(a, b), compute_uv=False)
+        sk = s[min(k, s.size) - 1]
+        if sk > best_s:
+            best, best_s = (a, b), sk
+    return best
 
 
 def _edge_svd(P, k):
@@ -135,7 +145,32 @@ def _edge_svd(P, k):
     return U[:, :r], s[:r], Vt[:r].T
 
 
-def fit_spectral(tree, moments, n_hidden_states, unseen_proba):
+def inverse_linker(pair, k):
+    """Linker of the correctly specified decomposition (papers/000 Theorem 3, eq. (4)).
+
+    The unfolding at the edge above a subtree is ``P_{S1;S2} = PB M A^T P`` with
+    ``PB = P[x_S1, X_ref] V``, ``A^T P = U^T P[X_rep, x_S2]`` and
+    ``M = (U^T P[X_rep, X_ref] V)^-1 = diag(s)^-1`` for the top-``k`` singular triplets
+    ``(U, s, V)`` of the pair marginal ``P[X_rep, X_ref]``.
+
+    Parameters
+    ----------
+    pair : ndarray of shape (n_rep, n_ref)
+    k : int
+
+    Returns
+    -------
+    head : ndarray of shape (n_ref, r)
+        Maps ``X_ref`` to the message space: the message of the subtree is
+        ``head^T P[X_ref, x_S1]`` (``V diag(s)^-1``).
+    tail : ndarray of shape (n_rep, r)
+        Maps ``X_rep`` to the same space from outside (``U``); ``M = head @ tail.T``.
+    """
+    U, s, V = _edge_svd(pair, k)
+    return V / s, U
+
+
+def fit_spectral(tree, moments, n_hidden_states, unseen_proba, linker=None, select=None):
     """Estimate the observable representation of papers/003 Algorithm 1.
 
     Parameters
@@ -144,9 +179,16 @@ def fit_spectral(tree, moments, n_hidden_states, unseen_proba):
         Rooted at a hidden node; observed variables at the leaves.
     moments : MomentEstimator
     n_hidden_states : int
-        ``k'``, the rank of every edge SVD.
+        ``k'``, the rank of every edge linker.
     unseen_proba : ndarray of shape (n_features,)
         Likelihood given to a category never seen in training.
+    linker : callable, default=None
+        ``linker(nid, node, pair, k) -> (head, tail)`` for every edge (see
+        :func:`inverse_linker`, the default, which is papers/003). The hierarchical
+        decomposition of papers/000 passes its rank-``k`` optimal linker here.
+    select : callable, default=None
+        ``select(tree, nodes, moments, k)`` sets ``rep``/``ref`` of the computation nodes
+        (default: papers/003's choice, any outside leaf as ``ref``).
 
     Returns
     -------
@@ -154,32 +196,36 @@ def fit_spectral(tree, moments, n_hidden_states, unseen_proba):
     """
     k = int(n_hidden_states)
     nodes = computation_tree(tree)
-    tables = _choose_rep_ref(tree, nodes, moments, k)
+    (_choose_rep_ref if select is None else select)(tree, nodes, moments, k)
     n_states = moments.n_states
-    U, S, V = {}, {}, {}
+    heads, tails, leaf_msgs = {}, {}, {}
     for nid, node in enumerate(nodes[:-1]):
         if node.rep < 0:  # a single observed variable: nothing outside, keep it exact
-            j = node.leaves[0]
-            U[nid] = np.eye(n_states[j])
+            tails[nid] = leaf_msgs[nid] = np.eye(n_states[node.leaves[0]])
             continue
-        U[nid], S[nid], V[nid] = _edge_svd(_oriented(tables, node.rep, node.ref), k)
+        pair = moments.pair(node.rep, node.ref)
+        if linker is None:
+            heads[nid], tails[nid] = inverse_linker(pair, k)
+        else:
+            heads[nid], tails[nid] = linker(nid, node, pair, k)
+        # a leaf's message: head^T P[X_ref, x_leaf] (for the inverse linker this is U)
+        leaf_msgs[nid] = pair @ heads[nid]
     leaf_tables = {}
     requests, owners = [], []
     for nid, node in enumerate(nodes):
         if not node.children:
             j = node.host
-            u = U[nid]
+            u = leaf_msgs[nid]
             missing = u.sum(axis=0)
             leaf_tables[nid] = np.vstack([u, missing, unseen_proba[j] * missing])
             continue
         kids = node.children
         child_vars = tuple(nodes[c].rep if nodes[c].rep >= 0 else nodes[c].leaves[0] for c in kids)
-        child_proj = tuple(U[c].T for c in kids)
+        child_proj = tuple(tails[c].T for c in kids)
         if nid == len(nodes) - 1:  # root: eq. (34)
             requests.append((child_vars, child_proj))
         else:  # eq. (29): projected triple (or pair with one child)
-            head = (V[nid] / S[nid]).T
-            requests.append(((node.ref,) + child_vars, (head,) + child_proj))
+            requests.append(((node.ref,) + child_vars, (heads[nid].T,) + child_proj))
         owners.append(nid)
     cores = dict(zip(owners, moments.projected(requests)))
     params = SpectralParams(nodes=nodes, leaf_tables=leaf_tables, cores=cores)
@@ -249,6 +295,7 @@ def _contract_all(core, kids):
 __all__ = [
     "SpectralLatentTree",
     "fit_spectral",
+    "inverse_linker",
     "spectral_log_abs",
     "computation_tree",
     "SpectralParams",

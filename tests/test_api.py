@@ -11,10 +11,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import KBinsDiscretizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ltm_sklearn import LatentTreeEM, SpectralLatentTree
+from ltm_sklearn import HierarchicalTensorLTM, LatentTreeEM, SpectralLatentTree
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, star_tree
 
-ESTIMATORS = [SpectralLatentTree(), LatentTreeEM(n_hidden_states=2, max_iter=20, random_state=0)]
+ESTIMATORS = [
+    SpectralLatentTree(),
+    HierarchicalTensorLTM(),
+    LatentTreeEM(n_hidden_states=2, max_iter=20, random_state=0),
+]
 # No expected failures: every check of scikit-learn passes.
 EXPECTED_FAILED = {}
 

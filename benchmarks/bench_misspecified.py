@@ -1,0 +1,147 @@
+"""Misspecified latent trees (k' < k): papers/000 Fig. 2.
+
+Settings {O, n, k, k'}: {9, 4, 4, 2} on random binary trees, {16, 4, 4, 2} on balanced
+binary trees, {16, 6, 4, 3} on random binary trees and a 20-step non-homogeneous HMM
+{20, 4, 4, 2}; N from 200 to 1e5, fully random CPTs (`LatentTreeModel.random`, noise 1),
+5 random models per cell (the paper used 10), 1,000 test rows. Every method gets the
+true tree and k'. Median over models of the median relative joint error
+|P_hat(x) - P(x)| / P(x), and of the fit time, for
+
+* HierarchicalTensorLTM (optimal linker M*, eq. (6)),
+* SpectralLatentTree (papers/003, Theorem 3's linker),
+* LatentTreeEM with 5 random restarts and the paper's stopping rule (relative change of
+  the log-likelihood below 1e-4).
+
+    python benchmarks/bench_misspecified.py [--quick]
+
+Writes benchmarks/results/bench_misspecified.md and bench_misspecified.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numpy as np
+from _common import RESULTS, machine, markdown_table, relative_joint_error, save, timed
+
+from ltm_sklearn import HierarchicalTensorLTM, LatentTreeEM, SpectralLatentTree
+from ltm_sklearn.datasets import (
+    LatentTreeModel,
+    balanced_binary_tree,
+    hmm_chain,
+    random_binary_tree,
+)
+
+# name -> (tree factory(seed), n, k, k')
+SETTINGS = {
+    "{9,4,4,2} random": (lambda s: random_binary_tree(9, random_state=s), 4, 4, 2),
+    "{16,4,4,2} balanced": (lambda s: balanced_binary_tree(16), 4, 4, 2),
+    "{16,6,4,3} random": (lambda s: random_binary_tree(16, random_state=s), 6, 4, 3),
+    "{20,4,4,2} NH HMM": (lambda s: hmm_chain(20), 4, 4, 2),
+}
+METHODS = ["hierarchical", "spectral", "EM"]
+
+
+def fit_method(method, tree, kp, X, seed):
+    if method == "hierarchical":
+        return HierarchicalTensorLTM(kp, tree=tree).fit(X)
+    if method == "spectral":
+        return SpectralLatentTree(kp, tree=tree).fit(X)
+    est = LatentTreeEM(kp, tree=tree, n_init=5, tol=1e-4, max_iter=1000, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return est.fit(X)
+
+
+def figure2(sizes, n_models, methods):
+    rows, curves = [], {}
+    for name, (make_tree, n, k, kp) in SETTINGS.items():
+        for size in sizes:
+            res = {m: {"err": [], "t": []} for m in methods}
+            for seed in range(n_models):
+                tree = make_tree(seed)
+                model = LatentTreeModel.random(tree, k, n, noise=1.0, random_state=seed)
+                X = model.sample(size, random_state=seed + 100)
+                Xt = model.sample(1000, random_state=seed + 200)
+                truth = model.log_likelihood(Xt)
+                for m in methods:
+                    est, t = timed(fit_method, m, tree, kp, X, seed)
+                    err = relative_joint_error(est.score_samples(Xt), truth)
+                    res[m]["err"].append(np.median(err))
+                    res[m]["t"].append(t)
+            for m in methods:
+                err, t = (float(np.median(res[m][key])) for key in ("err", "t"))
+                curves.setdefault((name, m), []).append((size, err, t))
+                rows.append([name, f"{size:,}", m, f"{err:.3f}", f"{t:.3f}"])
+                print(rows[-1], flush=True)
+    table = markdown_table(["setting", "N", "method", "median rel. error", "fit s"], rows)
+    return table, curves
+
+
+def summary(curves, methods, threshold=10_000):
+    """Claims of papers/000 as numbers, per setting, at every N >= threshold."""
+    rows = []
+    for name in SETTINGS:
+        get = {m: {c[0]: c for c in curves[(name, m)]} for m in methods}
+        for size in sorted(get["hierarchical"]):
+            if size < threshold:
+                continue
+            h, s = get["hierarchical"][size], get["spectral"][size]
+            row = [name, f"{size:,}", f"{h[1] / s[1]:.2f}"]
+            if "EM" in get:
+                e = get["EM"][size]
+                row += [f"{h[1] / e[1]:.2f}", f"{e[2] / h[2]:.0f}x"]
+            rows.append(row)
+    header = ["setting", "N", "error hier / spectral"]
+    if "EM" in methods:
+        header += ["error hier / EM", "EM time / hier time"]
+    return markdown_table(header, rows)
+
+
+def plot(curves, methods):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    fig, axes = plt.subplots(2, len(SETTINGS), figsize=(4 * len(SETTINGS), 7))
+    for col, name in enumerate(SETTINGS):
+        for m in methods:
+            pts = np.array(curves[(name, m)])
+            axes[0, col].loglog(pts[:, 0], pts[:, 1], "o-", label=m)
+            axes[1, col].loglog(pts[:, 0], pts[:, 2], "o-", label=m)
+        axes[0, col].set_title(name)
+        axes[1, col].set_xlabel("training size N")
+    axes[0, 0].set_ylabel("median relative joint error")
+    axes[1, 0].set_ylabel("fit time (s)")
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(RESULTS / "bench_misspecified.png", dpi=100)
+
+
+def main(quick=False, no_em=False):
+    sizes = [1_000, 10_000] if quick else [200, 1_000, 5_000, 10_000, 100_000]
+    n_models = 2 if quick else 5
+    methods = [m for m in METHODS if not (no_em and m == "EM")]
+    table, curves = figure2(sizes, n_models, methods)
+    plot(curves, methods)
+    save(
+        "bench_misspecified",
+        f"# bench_misspecified\n\nMachine: {machine()}. papers/000 Fig. 2: true tree and "
+        f"k' given to every method, fully random CPTs (noise 1), {n_models} models per "
+        "cell, medians over models of the median relative joint error on 1,000 test rows.\n\n"
+        f"## Error and fit time vs N\n\n{table}\n\n"
+        f"## Ratios at N >= 10,000\n\n{summary(curves, methods)}\n\n"
+        "![error and time](bench_misspecified.png)",
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-em", action="store_true", help="skip the EM column")
+    args = parser.parse_args()
+    main(args.quick, args.no_em)
