@@ -2,8 +2,15 @@
 
 from ._em import LatentTreeEM
 from ._hierarchical import HierarchicalTensorLTM
+from ._quartet import QuartetTreeLearner
 from ._spectral import SpectralLatentTree
 from .tree import LatentTree
 
-__all__ = ["HierarchicalTensorLTM", "LatentTree", "LatentTreeEM", "SpectralLatentTree"]
+__all__ = [
+    "HierarchicalTensorLTM",
+    "LatentTree",
+    "LatentTreeEM",
+    "QuartetTreeLearner",
+    "SpectralLatentTree",
+]
 __version__ = "0.1.0.dev0"

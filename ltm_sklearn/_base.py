@@ -36,7 +36,7 @@ from sklearn.utils.validation import (
 )
 
 from .moments import MISSING, CategoricalEncoder, MomentEstimator
-from .structure import STRUCTURE_METHODS, learn_tree, spectral_distance
+from .structure import STRUCTURE_METHODS, learn_tree, learn_tree_quartets, spectral_distance
 from .tree import LatentTree
 
 FLOOR_RATIO = 1e-3
@@ -112,6 +112,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         if self.tree is None:
             if self.structure == "star":
                 tree = LatentTree.star(n_features)
+            elif self.structure == "quartet":
+                tree, _ = learn_tree_quartets(moments, self.n_hidden_states)
             else:
                 D = spectral_distance(moments, self.n_hidden_states)
                 tree = learn_tree(D, self.structure, n_samples=n_samples)

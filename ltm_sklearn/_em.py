@@ -210,7 +210,7 @@ class LatentTreeEM(BaseLatentTree):
     n_hidden_states : int, default=2
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         ``None`` learns the tree with ``structure`` from the spectral tree metric.
-    structure : {"nj", "rg", "clrg", "clnj", "star"}, default="nj"
+    structure : {"nj", "rg", "clrg", "clnj", "star", "quartet"}, default="nj"
     init : {"random", "tensor"}, default="random"
         Starting point: flat-Dirichlet CPTs, or the tensor-power-method estimate of
         :func:`ltm_sklearn.tensor.tensor_cpts` (papers/004) for the first restart.

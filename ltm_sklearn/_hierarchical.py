@@ -282,7 +282,7 @@ class HierarchicalTensorLTM(BaseLatentTree):
         pair (Theorem 3 and eq. (4)), identical to :class:`SpectralLatentTree`.
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree; ``None`` learns it with ``structure``.
-    structure : {"nj", "rg", "clrg", "clnj", "star"}, default="nj"
+    structure : {"nj", "rg", "clrg", "clnj", "star", "quartet"}, default="nj"
         Structure learning when ``tree=None`` (see :class:`SpectralLatentTree`).
     n_jobs : int, default=None
         Row chunks processed in parallel when counting moments.

@@ -322,12 +322,13 @@ class SpectralLatentTree(BaseLatentTree):
         The latent tree. Observed columns are nodes ``0..n_features-1`` (or feature names
         in a Newick string / graph), hidden nodes follow. ``None`` learns it from the data
         with ``structure``.
-    structure : {"nj", "rg", "clrg", "clnj", "star"}, default="nj"
+    structure : {"nj", "rg", "clrg", "clnj", "star", "quartet"}, default="nj"
         Structure learning when ``tree=None``, on the spectral tree metric (papers/002
         eq. (12)) of the same moments the parameters use: neighbor joining, recursive
         grouping, Chow-Liu recursive grouping or Chow-Liu neighbor joining (Choi et al.
         2011; the last three may place columns at internal nodes, with test tolerance
-        ``2 / sqrt(n_samples)``), or a single hidden node joined to every column.
+        ``2 / sqrt(n_samples)``), a single hidden node joined to every column, or quartet
+        tests on 4-way moments (papers/001, see :class:`QuartetTreeLearner`).
         ``"clnj"`` is the most accurate on trees with long hidden chains.
     n_jobs : int, default=None
         Row chunks processed in parallel when counting moments.

@@ -11,12 +11,18 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import KBinsDiscretizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ltm_sklearn import HierarchicalTensorLTM, LatentTreeEM, SpectralLatentTree
+from ltm_sklearn import (
+    HierarchicalTensorLTM,
+    LatentTreeEM,
+    QuartetTreeLearner,
+    SpectralLatentTree,
+)
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, star_tree
 
 ESTIMATORS = [
     SpectralLatentTree(),
     HierarchicalTensorLTM(),
+    QuartetTreeLearner(),
     LatentTreeEM(n_hidden_states=2, max_iter=20, random_state=0),
 ]
 # No expected failures: every check of scikit-learn passes.

@@ -4,6 +4,7 @@ from .chow_liu import chow_liu_tree, clnj, clrg
 from .distances import gaussian_distance, nonparanormal_distance, spectral_distance
 from .learn import STRUCTURE_METHODS, learn_tree, sample_threshold
 from .nj import neighbor_joining
+from .quartet import build_tree_quartets, learn_tree_quartets, quartet_tables, quartet_test
 from .rg import recursive_grouping
 
 __all__ = [
@@ -18,4 +19,8 @@ __all__ = [
     "learn_tree",
     "sample_threshold",
     "STRUCTURE_METHODS",
+    "quartet_test",
+    "quartet_tables",
+    "build_tree_quartets",
+    "learn_tree_quartets",
 ]

@@ -11,7 +11,9 @@ from .rg import recursive_grouping
 
 __all__ = ["STRUCTURE_METHODS", "learn_tree", "sample_threshold"]
 
-STRUCTURE_METHODS = ("nj", "rg", "clrg", "clnj", "star")
+STRUCTURE_METHODS = ("nj", "rg", "clrg", "clnj", "star", "quartet")
+#: methods that work from a distance matrix (``"quartet"`` needs 4-way moments)
+DISTANCE_METHODS = ("nj", "rg", "clrg", "clnj", "star")
 
 #: the tests of RG/CLRG/CLNJ accept differences up to ``_THRESHOLD_SCALE / sqrt(N)``
 _THRESHOLD_SCALE = 2.0
@@ -53,8 +55,11 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None):
     >>> learn_tree(D, "clnj", n_samples=10_000).to_newick()
     '(0,1,(2,3));'
     """
-    if method not in STRUCTURE_METHODS:
-        raise ValueError(f"structure must be one of {STRUCTURE_METHODS}, got {method!r}.")
+    if method not in DISTANCE_METHODS:
+        raise ValueError(
+            f"learn_tree works from distances with one of {DISTANCE_METHODS}, got {method!r}"
+            " (quartet trees need 4-way moments: see structure.quartet.learn_tree_quartets)."
+        )
     d = D.shape[0]
     if method == "star" or d <= 3:
         return LatentTree.star(d, feature_names=feature_names)

@@ -1,0 +1,413 @@
+"""Quartet tests on 4th-order moments and tree building by leaf insertion (papers/001).
+
+For four leaves ``a, b, c, d`` joined through two hidden variables ``H`` (holding ``a, b``)
+and ``G`` (holding ``c, d``), the three unfoldings of the joint table ``P(a, b, c, d)``
+
+* ``A = P_{ab;cd} = (O_b|H (.) O_a|H) P_HG (O_d|G (.) O_c|G)^T``       (papers/001 eq. (5))
+* ``B = P_{ac;bd}`` and ``C = P_{ad;bc}``                               (eqs. (6)-(7))
+
+have ranks ``rank(P_HG) = k`` for ``A`` and ``nnz(P_HG)`` for ``B`` and ``C``. The nuclear
+norm, the convex proxy of the rank, is smallest for the unfolding that groups the true
+pairs (Algorithm 1; exact when ``H`` and ``G`` are close enough to independence, Lemma 4,
+and with probability ``1 - 8 exp(-m alpha^2 / 32)`` from ``m`` samples, Lemma 5). If
+``G = H`` the four leaves hang off one hidden node and the three unfoldings have the same
+rank: the quartet is undecidable.
+
+:func:`build_tree_quartets` (Algorithm 2) inserts leaves one at a time: the region of the
+current tree where the new leaf can go is cut at its centroid into three branches, one
+quartet test with the nearest leaf of each branch picks the branch, and the search recurses
+until one edge is left, which the new leaf subdivides. Each insertion needs ``O(log d)``
+tests, the whole tree ``O(d log d)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..tree import LatentTree
+
+__all__ = [
+    "QuartetResult",
+    "quartet_test",
+    "quartet_tables",
+    "build_tree_quartets",
+    "QuartetTreeInfo",
+    "insertion_order",
+    "learn_tree_quartets",
+]
+
+#: pairings of the modes (0, 1, 2, 3) by unfolding A, B, C
+PAIRINGS = (((0, 1), (2, 3)), ((0, 2), (1, 3)), ((0, 3), (1, 2)))
+
+
+@dataclass
+class QuartetResult:
+    """Outcome of one quartet test.
+
+    Attributes
+    ----------
+    split : int
+        0, 1 or 2: the unfolding ``A`` (pairs ``{0,1}{2,3}``), ``B`` (``{0,2}{1,3}``) or
+        ``C`` (``{0,3}{1,2}``) with the smallest nuclear norm.
+    nuclear_norms : ndarray of shape (3,)
+        Nuclear norms of the unfoldings (with ``rank=k``: their ``(k+1)``-th singular
+        values).
+    margin : float
+        Second smallest minus smallest of ``nuclear_norms`` (``alpha`` of Lemma 5).
+    ranks : ndarray of shape (3,)
+        Numerical ranks of the unfoldings at the test's tolerance.
+    decidable : bool
+        ``False`` when the winning unfolding does not have a strictly smaller numerical
+        rank than both others (the ``G = H`` case, or a margin below the noise).
+    """
+
+    split: int
+    nuclear_norms: np.ndarray
+    margin: float
+    ranks: np.ndarray
+    decidable: bool
+
+    @property
+    def pairs(self):
+        """The winning pairing of the modes, e.g. ``((0, 2), (1, 3))``."""
+        return PAIRINGS[self.split]
+
+
+def quartet_test(table, rank=None, tol=None):
+    """Quartet test of papers/001 Algorithm 1 on a 4-way table.
+
+    Parameters
+    ----------
+    table : ndarray of shape (n0, n1, n2, n3)
+        Joint table of four variables, or a projected moment of them (each mode
+        multiplied by a matrix with orthonormal rows, which keeps the rank structure).
+    rank : int, default=None
+        ``None``: compare nuclear norms (Algorithm 1). An integer ``k``: compare the
+        ``(k+1)``-th singular values, the spectral norms of the residuals after the best
+        rank-``k`` approximation. The true pairing has rank ``k``, so its residual
+        vanishes in the population whatever the dependence between ``G`` and ``H``; the
+        plain nuclear norm is only guaranteed under Lemma 4's near-independence and picks
+        wrong pairings on exact tables of deeper trees (see the tests).
+    tol : float, default=None
+        Singular values above ``tol`` count towards the numerical ranks. ``None``:
+        ``1e-8`` times the largest singular value (exact tables); from ``m`` samples a
+        value of order ``1 / sqrt(m)`` separates signal from sampling noise.
+
+    Returns
+    -------
+    QuartetResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
+    >>> model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
+    >>> result = quartet_test(model.marginal((0, 2, 1, 3)))
+    >>> result.pairs, result.decidable
+    (((0, 2), (1, 3)), True)
+    """
+    P = np.asarray(table, dtype=float)
+    if P.ndim != 4:
+        raise ValueError(f"quartet_test needs a 4-way table, got {P.ndim} modes.")
+    n0, n1, n2, n3 = P.shape
+    unfoldings = (
+        P.reshape(n0 * n1, n2 * n3),
+        P.transpose(0, 2, 1, 3).reshape(n0 * n2, n1 * n3),
+        P.transpose(0, 3, 1, 2).reshape(n0 * n3, n1 * n2),
+    )
+    svals = [np.linalg.svd(M, compute_uv=False) for M in unfoldings]
+    if rank is None:
+        norms = np.array([s.sum() for s in svals])
+    else:
+        norms = np.array([s[int(rank)] if s.size > rank else 0.0 for s in svals])
+    order = np.argsort(norms, kind="stable")
+    top = max(s[0] if s.size else 0.0 for s in svals)
+    threshold = 1e-8 * top if tol is None else float(tol)
+    ranks = np.array([int(np.sum(s > threshold)) for s in svals])
+    best = int(order[0])
+    others = [ranks[i] for i in range(3) if i != best]
+    return QuartetResult(
+        split=best,
+        nuclear_norms=norms,
+        margin=float(norms[order[1]] - norms[order[0]]),
+        ranks=ranks,
+        decidable=bool(ranks[best] < min(others)),
+    )
+
+
+def quartet_tables(moments, rank=None, normalize=True):
+    """``table(quartet)`` returning the (projected) empirical 4-way moment of four columns.
+
+    Parameters
+    ----------
+    moments : MomentEstimator
+    rank : int, default=None
+        Every variable with more than ``rank`` states is projected on the top ``rank``
+        left singular vectors of its (normalised) pair marginals with all other columns
+        (the span of ``P(X_v | hidden)`` in the population), so the moment has at most
+        ``rank^4`` entries and no ``n^4`` table is formed for variables with many states.
+    normalize : bool, default=True
+        Scale each mode by ``P(X_v)^(-1/2)`` first (the normalisation of the spectral
+        tree metric), which evens out the sampling noise across categories.
+
+    Returns
+    -------
+    callable
+    """
+    n_states = moments.n_states
+    d = len(n_states)
+    if normalize:
+        scale = [1.0 / np.sqrt(np.maximum(p, 1e-12)) for p in moments.singletons()]
+    else:
+        scale = [np.ones(int(n)) for n in n_states]
+    proj = [np.diag(s) for s in scale]
+    if rank is not None and np.any(n_states > rank):
+        moments.all_pairs()  # one pass over the rows for every pair table
+        for v in np.flatnonzero(n_states > rank):
+            stacked = np.hstack(
+                [scale[v][:, None] * moments.pair(v, j) * scale[j] for j in range(d) if j != v]
+            )
+            U = np.linalg.svd(stacked, full_matrices=False)[0]
+            proj[v] = U[:, :rank].T * scale[v]
+
+    def table(quartet):
+        quartet = tuple(int(v) for v in quartet)
+        return moments.projected([(quartet, tuple(proj[v] for v in quartet))])[0]
+
+    return table
+
+
+@dataclass
+class QuartetTreeInfo:
+    """Diagnostics of :func:`build_tree_quartets`."""
+
+    n_tests: int  #: quartet tables evaluated
+    min_margin: float  #: smallest margin of a decision (summed scores)
+    n_undecidable: int  #: tests whose ranks did not separate the pairings
+
+
+def build_tree_quartets(
+    quartet_table,
+    n_features,
+    rank=None,
+    n_representatives=3,
+    order=None,
+    tol=None,
+    feature_names=None,
+):
+    """Latent tree by quartet-guided leaf insertion (papers/001 Algorithm 2).
+
+    Parameters
+    ----------
+    quartet_table : callable
+        ``quartet_table((i, j, k, l))`` returns the (projected) joint table of columns
+        ``i, j, k, l`` in that mode order, e.g. from :func:`quartet_tables`.
+    n_features : int
+    rank : int, default=None
+        Passed to :func:`quartet_test`: ``None`` for plain nuclear norms (Algorithm 1),
+        ``k`` for the residuals beyond rank ``k`` (exact in the population).
+    n_representatives : int, default=3
+        Leaves taken per branch (the nearest ones); the branch is chosen by the summed
+        scores of the ``n_representatives^3`` quartets (one with ``1``, as in
+        Algorithm 2). Several quartets per decision make each step robust to sampling
+        noise at a constant factor more tests.
+    order : sequence of int, default=None
+        Insertion order of the columns (the first four form the first quartet);
+        ``None`` is ``0, 1, ..., d-1``. :func:`insertion_order` grows the tree from
+        the most dependent pair outwards.
+    tol : float, default=None
+        Rank tolerance of :func:`quartet_test` (only affects the diagnostics).
+    feature_names : list of str, default=None
+
+    Returns
+    -------
+    tree : LatentTree
+        Binary tree with the columns at the leaves, hidden nodes numbered from
+        ``n_features`` on.
+    info : QuartetTreeInfo
+        Number of quartet tests, smallest margin, number of undecidable tests.
+
+    Examples
+    --------
+    >>> from ltm_sklearn.datasets import LatentTreeModel, random_binary_tree
+    >>> from ltm_sklearn.metrics import robinson_foulds
+    >>> model = LatentTreeModel.random(random_binary_tree(10, random_state=0), 2, 3,
+    ...                                random_state=0)
+    >>> tree, info = build_tree_quartets(model.marginal, 10, rank=2)
+    >>> robinson_foulds(tree, model.tree), info.n_undecidable
+    (0, 0)
+    """
+    d = int(n_features)
+    if d < 4:
+        return LatentTree.star(d, feature_names=feature_names), QuartetTreeInfo(0, np.inf, 0)
+    adj = {}
+    counter = {"tests": 0, "min_margin": np.inf, "undecidable": 0}
+
+    def connect(u, v):
+        adj.setdefault(u, set()).add(v)
+        adj.setdefault(v, set()).add(u)
+
+    def vote(x, groups):
+        """Index of the group that pairs with ``x``, from the summed quartet scores."""
+        total = np.zeros(3)
+        for triple in itertools.product(*groups):
+            res = quartet_test(quartet_table((x, *triple)), rank=rank, tol=tol)
+            counter["tests"] += 1
+            counter["undecidable"] += not res.decidable
+            total += res.nuclear_norms
+        order = np.argsort(total, kind="stable")
+        counter["min_margin"] = min(counter["min_margin"], total[order[1]] - total[order[0]])
+        return int(order[0])
+
+    order = list(range(d)) if order is None else [int(v) for v in order]
+    if sorted(order) != list(range(d)):
+        raise ValueError("order must be a permutation of the columns")
+    # first quartet: two hidden nodes
+    first = order[:4]
+    split = vote(first[0], [[first[1]], [first[2]], [first[3]]])
+    (a, b), (c, e) = ([first[i] for i in pair] for pair in PAIRINGS[split])
+    h, g = d, d + 1
+    for u in (a, b):
+        connect(u, h)
+    for u in (c, e):
+        connect(u, g)
+    connect(h, g)
+    next_hidden = d + 2
+
+    for x in order[4:]:
+        region = {frozenset(edge) for edge in _edges(adj)}
+        while len(region) > 1:
+            centre, branches = _centroid(region)
+            groups = [_nearest_leaves(adj, centre, v, d, n_representatives) for v in branches]
+            region = _branch(region, centre, branches[vote(x, groups)])
+        u, v = tuple(next(iter(region)))
+        adj[u].discard(v)
+        adj[v].discard(u)
+        connect(u, next_hidden)
+        connect(next_hidden, v)
+        connect(next_hidden, x)
+        next_hidden += 1
+
+    tree = LatentTree(sorted(_edges(adj)), d, feature_names=feature_names)
+    info = QuartetTreeInfo(counter["tests"], counter["min_margin"], counter["undecidable"])
+    return tree, info
+
+
+def learn_tree_quartets(moments, rank, n_representatives=3, feature_names=None):
+    """Quartet-based structure from a :class:`MomentEstimator` (what ``structure="quartet"``
+    runs): normalised 4-way moments projected to ``rank``, scores beyond rank ``rank``,
+    leaves inserted in :func:`insertion_order` of the spectral tree metric.
+
+    Returns
+    -------
+    tree : LatentTree
+    info : QuartetTreeInfo
+    """
+    from .distances import spectral_distance
+
+    if len(moments.n_states) < 4:
+        star = LatentTree.star(len(moments.n_states), feature_names=feature_names)
+        return star, QuartetTreeInfo(0, np.inf, 0)
+    order = insertion_order(spectral_distance(moments, rank))
+    n = max(float(moments.sample_weight.sum()), 1.0)
+    return build_tree_quartets(
+        quartet_tables(moments, rank=rank),
+        len(moments.n_states),
+        rank=rank,
+        n_representatives=n_representatives,
+        order=order,
+        tol=4.0 / np.sqrt(n) if moments.n_samples > 1 else None,
+        feature_names=feature_names,
+    )
+
+
+def insertion_order(D):
+    """Columns in the order of Prim's algorithm on the distance matrix ``D``, from the
+    closest pair: each new column is the one nearest to those already inserted."""
+    D = np.asarray(D, dtype=float)
+    d = D.shape[0]
+    masked = D + np.diag(np.full(d, np.inf))
+    i, j = np.unravel_index(np.argmin(masked), D.shape)
+    order = [int(i), int(j)]
+    best = np.minimum(masked[i], masked[j])
+    best[order] = np.inf
+    while len(order) < d:
+        v = int(np.argmin(best))
+        order.append(v)
+        best = np.minimum(best, masked[v])
+        best[order] = np.inf
+    return order
+
+
+def _edges(adj):
+    return {(min(u, v), max(u, v)) for u, nbrs in adj.items() for v in nbrs}
+
+
+def _region_adjacency(region):
+    adj = {}
+    for edge in region:
+        u, v = tuple(edge)
+        adj.setdefault(u, []).append(v)
+        adj.setdefault(v, []).append(u)
+    return adj
+
+
+def _centroid(region):
+    """Node of the region with three branches whose largest branch is smallest."""
+    adj = _region_adjacency(region)
+    m = len(region)
+    start = next(u for u, nb in adj.items() if len(nb) == 1)
+    parent, order = {start: None}, [start]
+    for u in order:  # BFS order
+        for v in adj[u]:
+            if v not in parent:
+                parent[v] = u
+                order.append(v)
+    below = dict.fromkeys(adj, 0)  # edges in the subtree below each node
+    for u in reversed(order):
+        if parent[u] is not None:
+            below[parent[u]] += below[u] + 1
+    best, best_size = None, np.inf
+    for u in order:
+        if len(adj[u]) != 3:
+            continue
+        sizes = [below[v] + 1 for v in adj[u] if v != parent[u]]
+        if parent[u] is not None:
+            sizes.append(m - below[u])
+        if max(sizes) < best_size:
+            best, best_size = u, max(sizes)
+    return best, sorted(adj[best])
+
+
+def _branch(region, centre, first):
+    """Edges of ``region`` reachable from ``centre`` through ``first``, with the edge."""
+    adj = _region_adjacency(region)
+    keep = {frozenset((centre, first))}
+    seen, queue = {centre, first}, deque([first])
+    while queue:
+        u = queue.popleft()
+        for v in adj[u]:
+            if v not in seen:
+                seen.add(v)
+                keep.add(frozenset((u, v)))
+                queue.append(v)
+    return keep
+
+
+def _nearest_leaves(adj, centre, first, n_observed, count):
+    """The ``count`` closest observed leaves of the whole tree in the direction of
+    ``first`` (breadth first, ties by node id)."""
+    seen, queue, found = {centre, first}, deque([first]), []
+    while queue and len(found) < count:
+        u = queue.popleft()
+        if u < n_observed:
+            found.append(u)
+        for v in sorted(adj[u]):
+            if v not in seen:
+                seen.add(v)
+                queue.append(v)
+    return found

@@ -1,0 +1,152 @@
+"""Quartet tests and quartet-based tree building (papers/001)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from ltm_sklearn import HierarchicalTensorLTM, QuartetTreeLearner, SpectralLatentTree
+from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_binary_tree
+from ltm_sklearn.metrics import robinson_foulds
+from ltm_sklearn.moments import MomentEstimator
+from ltm_sklearn.structure import build_tree_quartets, quartet_tables, quartet_test
+from ltm_sklearn.tree import LatentTree
+
+# leaves 0, 1 under hidden 4; leaves 2, 3 under hidden 5; 4 - 5 the hidden edge
+QUARTET = LatentTree([(0, 4), (1, 4), (4, 5), (2, 5), (3, 5)], 4, root=4)
+
+
+def quartet_model(hidden_cpt, k, n, seed):
+    model = LatentTreeModel.random(QUARTET, k, n, noise=0.8, random_state=seed)
+    model.cpts[5] = hidden_cpt
+    return model
+
+
+def expected_split(order):
+    """Index of the pairing of ``order`` that groups {0, 1} and {2, 3}."""
+    pos = {v: i for i, v in enumerate(order)}
+    pair = tuple(sorted((pos[0], pos[1])))
+    return {(0, 1): 0, (2, 3): 0, (0, 2): 1, (1, 3): 1, (0, 3): 2, (1, 2): 2}[pair]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("rank", [None, "k"])
+def test_exact_quartets_near_independent_hidden_pair(seed, rank):
+    """Lemma 4's regime: G, H close to independent, so even plain nuclear norms decide."""
+    rng = np.random.default_rng(seed)
+    k, n = (2, 3) if seed % 2 else (3, 4)
+    base = rng.dirichlet(np.ones(k))
+    hidden = 0.9 * base + 0.1 * rng.dirichlet(np.ones(k), size=k)  # rows nearly equal
+    model = quartet_model(hidden, k, n, seed)
+    for order in itertools.permutations(range(4)):
+        res = quartet_test(model.marginal(order), rank=None if rank is None else k)
+        assert res.split == expected_split(order)
+        assert res.decidable and res.margin > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_quartets_strong_dependence_with_rank(seed):
+    """Random hidden CPTs (any dependence): the rank-k residual always decides."""
+    rng = np.random.default_rng(seed)
+    k, n = (2, 3) if seed % 2 else (3, 5)
+    model = quartet_model(rng.dirichlet(np.ones(k) * 0.5, size=k), k, n, seed)
+    for order in itertools.permutations(range(4)):
+        res = quartet_test(model.marginal(order), rank=k)
+        assert res.split == expected_split(order)
+        assert res.decidable
+
+
+@pytest.mark.parametrize("rank", [None, 2])
+def test_degenerate_g_equals_h_is_undecidable(rank):
+    model = quartet_model(np.eye(2), 2, 3, seed=0)
+    res = quartet_test(model.marginal((0, 1, 2, 3)), rank=rank)
+    assert not res.decidable
+    assert res.ranks[0] == res.ranks[1] == res.ranks[2] == 2
+    if rank is not None:
+        assert res.margin < 1e-10  # every unfolding has rank k: nothing to compare
+
+
+def test_quartet_input_errors():
+    with pytest.raises(ValueError, match="4-way"):
+        quartet_test(np.ones((2, 2, 2)))
+    with pytest.raises(ValueError, match="permutation"):
+        build_tree_quartets(lambda q: np.ones((2,) * 4), 5, order=[0, 1, 2, 3, 3])
+
+
+@pytest.mark.parametrize("d", [8, 16, 32])
+def test_exact_recovery_from_exact_moments(d):
+    for seed in range(3):
+        model = LatentTreeModel.random(
+            random_binary_tree(d, random_state=seed), 2, 3, random_state=seed
+        )
+        tree, info = build_tree_quartets(model.marginal, d, rank=2, n_representatives=1)
+        assert robinson_foulds(tree, model.tree) == 0
+        assert info.n_undecidable == 0
+
+
+def test_plain_nuclear_norm_fails_beyond_lemma4_on_exact_moments():
+    """Documented limitation of Algorithm 1 verbatim: wrong trees from exact moments."""
+    errors = []
+    for seed in range(3):
+        model = LatentTreeModel.random(
+            random_binary_tree(16, random_state=seed), 2, 3, random_state=seed
+        )
+        tree, _ = build_tree_quartets(model.marginal, 16, rank=None, n_representatives=1)
+        errors.append(robinson_foulds(tree, model.tree))
+    assert min(errors) > 0
+
+
+def test_number_of_tests_grows_as_d_log_d():
+    per = {}
+    for d in (16, 32, 64, 128):
+        model = LatentTreeModel.random(balanced_binary_tree(d), 2, 3, random_state=0)
+        tree, info = build_tree_quartets(model.marginal, d, rank=2, n_representatives=1)
+        assert robinson_foulds(tree, model.tree) == 0
+        per[d] = info.n_tests / (d * np.log2(d))
+        assert d - 3 <= info.n_tests  # at least one test per inserted leaf
+    # tests / (d log d) stays bounded (a linear search would double it with every step)
+    assert max(per.values()) / min(per.values()) < 1.5
+    assert max(per.values()) < 1.0
+
+
+def test_projected_tables_keep_the_quartet_with_many_states():
+    """Columns with 12 states projected to rank 2: tables of 2^4 entries, same answer."""
+    model = LatentTreeModel.random(
+        random_binary_tree(6, random_state=0), 2, 12, noise=0.3, random_state=0
+    )
+    X = model.sample(20_000, random_state=1)
+    mom = MomentEstimator(X.T.astype(np.int16), np.full(6, 12))
+    table = quartet_tables(mom, rank=2)
+    assert table((0, 1, 2, 3)).shape == (2, 2, 2, 2)
+    tree, _ = build_tree_quartets(table, 6, rank=2)
+    assert robinson_foulds(tree, model.tree) == 0
+
+
+def test_estimator_recovers_random_trees_and_beats_neighbor_joining():
+    """16-leaf random binary trees, N = 1e4, CPT noise 0.3 (issue target: >= 3 of 5)."""
+    exact_q = exact_nj = 0
+    for seed in range(5):
+        model = LatentTreeModel.random(
+            random_binary_tree(16, random_state=seed), 2, 4, noise=0.3, random_state=seed
+        )
+        X = model.sample(10_000, random_state=seed + 10)
+        est = QuartetTreeLearner(2).fit(X)
+        exact_q += robinson_foulds(est.tree_, model.tree) == 0
+        nj = SpectralLatentTree(2, structure="nj").fit(X)
+        exact_nj += robinson_foulds(nj.tree_, model.tree) == 0
+        assert est.n_quartet_tests_ > 0 and est.min_quartet_margin_ >= 0
+    assert exact_q >= 4
+    assert exact_q >= exact_nj
+
+
+def test_parameter_methods_and_structure_option():
+    model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, noise=0.3, random_state=0)
+    X, X_test = model.sample(20_000, random_state=1), model.sample(2000, random_state=2)
+    truth = model.log_likelihood(X_test).mean()
+    for parameters in ("spectral", "hierarchical", "em"):
+        est = QuartetTreeLearner(2, parameters=parameters, random_state=0).fit(X)
+        assert robinson_foulds(est.tree_, model.tree) == 0
+        assert abs(truth - est.score(X_test)) < 0.02
+    for cls in (SpectralLatentTree, HierarchicalTensorLTM):
+        est = cls(2, structure="quartet").fit(X)
+        assert robinson_foulds(est.tree_, model.tree) == 0
