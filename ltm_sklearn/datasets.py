@@ -34,6 +34,7 @@ __all__ = [
     "hmm_chain",
     "broad_tree",
     "deep_tree",
+    "sample_sign_flip_tree",
 ]
 
 
@@ -252,6 +253,29 @@ class LatentTreeModel:
         X = np.full((grid.shape[0], self.n_features), np.nan)
         X[:, variables] = grid
         return np.exp(self.log_likelihood(X)).reshape(shape)
+
+
+def sample_sign_flip_tree(tree, n_samples, sigma=0.3, random_state=None):
+    """Continuous latent tree with zero correlations (papers/002 section 7.1).
+
+    The root is a mixture of two Gaussians (``+-1`` with probability 1/2 each, standard
+    deviation ``sigma``); every other node is ``N(+x_parent, sigma^2)`` or
+    ``N(-x_parent, sigma^2)`` with probability 1/2. Every pair of distinct nodes is
+    uncorrelated, so Gaussian tree metrics carry no signal while the dependence through
+    ``|x|`` remains.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, tree.n_observed)
+    """
+    rng = check_random_state(random_state)
+    x = np.empty((tree.n_nodes, n_samples))
+    signs = np.where(rng.random_sample(n_samples) < 0.5, -1.0, 1.0)
+    x[tree.root] = signs + sigma * rng.standard_normal(n_samples)
+    for u in tree.preorder[1:]:
+        flip = np.where(rng.random_sample(n_samples) < 0.5, -1.0, 1.0)
+        x[u] = flip * x[tree.parent[u]] + sigma * rng.standard_normal(n_samples)
+    return x[: tree.n_observed].T.copy()
 
 
 def _draw(cum, rng, n):

@@ -1,7 +1,12 @@
 """Structure learning: tree metrics and tree reconstruction (functions first)."""
 
 from .chow_liu import chow_liu_tree, clnj, clrg
-from .distances import gaussian_distance, nonparanormal_distance, spectral_distance
+from .distances import (
+    gaussian_distance,
+    kernel_distance,
+    nonparanormal_distance,
+    spectral_distance,
+)
 from .learn import STRUCTURE_METHODS, learn_tree, sample_threshold
 from .nj import neighbor_joining
 from .quartet import build_tree_quartets, learn_tree_quartets, quartet_tables, quartet_test
@@ -10,6 +15,7 @@ from .rg import recursive_grouping
 __all__ = [
     "spectral_distance",
     "gaussian_distance",
+    "kernel_distance",
     "nonparanormal_distance",
     "neighbor_joining",
     "recursive_grouping",

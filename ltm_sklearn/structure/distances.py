@@ -8,6 +8,7 @@ __all__ = [
     "spectral_distance",
     "gaussian_distance",
     "nonparanormal_distance",
+    "kernel_distance",
     "check_distance_matrix",
 ]
 
@@ -43,6 +44,42 @@ def spectral_distance(moments, n_hidden_states):
         val = -np.sum(np.log(np.maximum(s, _TINY)))
         val += 0.5 * (np.sum(np.log(np.maximum(si, _TINY))) + np.sum(np.log(np.maximum(sj, _TINY))))
         D[i, j] = D[j, i] = max(val, 0.0)
+    return D
+
+
+def kernel_distance(features, n_singular=1):
+    """Kernel tree metric of papers/002 eq. (12) on feature maps of the columns.
+
+    ``d(s, t) = -1/2 log pdet_d(C_st C_st^T) + 1/4 log pdet_d(C_ss C_ss^T)
+    + 1/4 log pdet_d(C_tt C_tt^T)`` with the cross-covariance operators
+    ``C_st = F_s^T F_t / N`` of centred features (:func:`~ltm_sklearn.moments.rbf_features`)
+    and ``pdet_d`` the product of the top ``d = n_singular`` singular values; with one-hot
+    features this is :func:`spectral_distance`.
+
+    Parameters
+    ----------
+    features : list of ndarray
+        Centred ``(n_samples, r_j)`` feature matrices, one per column.
+    n_singular : int, default=1
+
+    Returns
+    -------
+    ndarray of shape (n_features, n_features)
+    """
+    n = features[0].shape[0]
+    d = int(n_singular)
+
+    def log_pdet(C):  # log pdet_d(C C^T) / 2 = sum of log of the top-d singular values of C
+        s = np.linalg.svd(C, compute_uv=False)[:d]
+        return np.sum(np.log(np.maximum(s, _TINY)))
+
+    own = [log_pdet(F.T @ F / n) for F in features]
+    p = len(features)
+    D = np.zeros((p, p))
+    for i in range(p):
+        for j in range(i + 1, p):
+            val = -log_pdet(features[i].T @ features[j] / n) + 0.5 * (own[i] + own[j])
+            D[i, j] = D[j, i] = max(val, 0.0)
     return D
 
 
