@@ -205,8 +205,10 @@ def test_learn_tree_dispatch_and_thresholds():
     for method in ("nj", "rg", "clrg", "clnj"):
         assert robinson_foulds(tree, learn_tree(D, method)) == 0
     assert learn_tree(D, "star").hidden_nodes == [12]
-    with pytest.raises(ValueError, match="structure must be one of"):
+    with pytest.raises(ValueError, match="works from distances with one of"):
         learn_tree(D, "upgma")
+    with pytest.raises(ValueError, match="quartet trees need 4-way moments"):
+        learn_tree(D, "quartet")
 
 
 @pytest.mark.parametrize("structure", ["clrg", "clnj"])
