@@ -26,16 +26,17 @@ inside down to ``X_rep``, so ``P B = P[x_S1, X_ref]`` and ``A^T P = P[X_rep, x_S
   ``(P B)^T P (A^T P)^T``; each is a sum over the observed rows grouped by their inside
   and outside configurations, so no ``n^O`` table is ever formed.
 
-Writing ``M* = head @ tail.T`` (rank ``k'``), the subtree's message is
-``head^T P[X_ref, x_S1]`` and the outside sees ``tail^T e(X_rep)``: the factors of the
-recursive decomposition are the leaf tables and projected third-order moments of the
-spectral representation, with every edge's linker replaced by ``M*``. Scoring, missing
+The splits are taken top-down (:func:`local_splits`): because ``A`` and ``B`` only
+marginalise, both factors of a split are again marginal tables of observed variables
+(``P[x_S1, X_ref]`` and ``P[X_rep, x_S2]``), so the table a deeper edge is fitted to
+holds the leaves of its subtree plus a few linker variables, not every column. What is
+left at a hidden node after its children are split off is the third-order table
+``P[X_ref(h), X_rep(c1), X_rep(c2)]``. Writing ``M* = head @ tail.T`` (rank ``k'``), the
+message of a subtree is ``head^T P[X_ref, x_S1]`` and the outside sees
+``tail^T e(X_rep)``: the factors are the leaf tables and projected third-order moments of
+the spectral representation with every linker replaced by ``M*``, so scoring, missing
 values, unseen categories and renormalisation are those of
 :func:`~ltm_sklearn._spectral.spectral_log_abs`.
-
-Each edge's ``M*`` is fitted to the unfolding of the data's joint table at that edge, so
-the objective of every linker is the global Frobenius error of papers/000 eq. (3), not the
-error of a partially decomposed factor.
 """
 
 from __future__ import annotations
@@ -270,7 +271,9 @@ class HierarchicalTensorLTM(BaseLatentTree):
     minimiser ``M*`` of the Frobenius error of its unfolding (eq. (6)), computed on the
     sparse empirical unfolding through small QR-type factorisations (section 5.2); when the
     true number of hidden states exceeds ``n_hidden_states`` this is more accurate than
-    the spectral algorithm, which it equals with the ``"inverse"`` linker (Theorem 3).
+    the spectral algorithm. With the ``"inverse"`` linker (Theorem 3) it is a spectral
+    algorithm of papers/003's family; with ``k' = k`` both linkers reproduce the joint
+    table exactly from exact moments, as :class:`SpectralLatentTree` does.
 
     Parameters
     ----------
@@ -279,7 +282,9 @@ class HierarchicalTensorLTM(BaseLatentTree):
     linker : {"optimal", "inverse"}, default="optimal"
         ``"optimal"``: eq. (6), the best rank-``k'`` linker for each edge's unfolding;
         ``"inverse"``: ``(A^T P B)^-1`` on the top-``k'`` singular subspace of the linker
-        pair (Theorem 3 and eq. (4)), identical to :class:`SpectralLatentTree`.
+        pair (Theorem 3 and eq. (4)), the linker of :class:`SpectralLatentTree` (whose
+        ``ref`` leaves may lie anywhere outside a subtree, here only in the factor
+        being split).
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree; ``None`` learns it with ``structure``.
     structure : {"nj", "rg", "clrg", "clnj", "star", "quartet"}, default="nj"
