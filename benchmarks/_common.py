@@ -34,3 +34,33 @@ def save(name, text):
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.md").write_text(text + "\n")
     print(text)
+
+
+def plot_error_and_time(curves, panels, methods, path):
+    """Log-log error (top row) and fit time (bottom row) vs N, one column per panel.
+
+    ``curves[(panel, method)]`` is a list of ``(N, error, seconds)``. Needs matplotlib
+    (bench extra); does nothing without it.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    import numpy as np
+
+    fig, axes = plt.subplots(2, len(panels), figsize=(4 * len(panels), 7))
+    for col, name in enumerate(panels):
+        for m in methods:
+            pts = np.array(curves[(name, m)])
+            axes[0, col].loglog(pts[:, 0], pts[:, 1], "o-", label=m)
+            axes[1, col].loglog(pts[:, 0], pts[:, 2], "o-", label=m)
+        axes[0, col].set_title(name)
+        axes[1, col].set_xlabel("training size N")
+    axes[0, 0].set_ylabel("median relative joint error")
+    axes[1, 0].set_ylabel("fit time (s)")
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)

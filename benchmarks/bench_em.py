@@ -22,7 +22,15 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _common import RESULTS, machine, markdown_table, relative_joint_error, save, timed
+from _common import (
+    RESULTS,
+    machine,
+    markdown_table,
+    plot_error_and_time,
+    relative_joint_error,
+    save,
+    timed,
+)
 
 from ltm_sklearn import LatentTree, LatentTreeEM, SpectralLatentTree
 from ltm_sklearn.datasets import LatentTreeModel, broad_tree, deep_tree
@@ -216,29 +224,6 @@ def hmmlearn_comparison(sizes):
     )
 
 
-def plot(curves):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    fig, axes = plt.subplots(2, len(TOPOLOGIES), figsize=(4 * len(TOPOLOGIES), 7))
-    for col, name in enumerate(TOPOLOGIES):
-        for m in METHODS:
-            pts = np.array(curves[(name, m)])
-            axes[0, col].loglog(pts[:, 0], pts[:, 1], "o-", label=m)
-            axes[1, col].loglog(pts[:, 0], pts[:, 2], "o-", label=m)
-        axes[0, col].set_title(name)
-        axes[1, col].set_xlabel("training size N")
-    axes[0, 0].set_ylabel("median relative joint error")
-    axes[1, 0].set_ylabel("fit time (s)")
-    axes[0, 0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(RESULTS / "bench_em.png", dpi=100)
-
-
 def main(quick=False, hmm_sizes=(10_000,)):
     sizes = [200, 1_000, 10_000] if quick else [200, 1_000, 5_000, 20_000, 100_000]
     n_models = 2 if quick else 3
@@ -247,7 +232,7 @@ def main(quick=False, hmm_sizes=(10_000,)):
     pg = pgmpy_comparison()
     print(pg, flush=True)
     hm = hmmlearn_comparison(hmm_sizes)
-    plot(curves)
+    plot_error_and_time(curves, TOPOLOGIES, METHODS, RESULTS / "bench_em.png")
     save(
         "bench_em",
         f"# bench_em\n\nMachine: {machine()}. papers/003 Fig. 2 setting: n = 6, k = 2, "

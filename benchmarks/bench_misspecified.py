@@ -24,7 +24,15 @@ import argparse
 import warnings
 
 import numpy as np
-from _common import RESULTS, machine, markdown_table, relative_joint_error, save, timed
+from _common import (
+    RESULTS,
+    machine,
+    markdown_table,
+    plot_error_and_time,
+    relative_joint_error,
+    save,
+    timed,
+)
 
 from ltm_sklearn import HierarchicalTensorLTM, LatentTreeEM, SpectralLatentTree
 from ltm_sklearn.datasets import (
@@ -101,35 +109,12 @@ def summary(curves, methods, threshold=10_000):
     return markdown_table(header, rows)
 
 
-def plot(curves, methods):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    fig, axes = plt.subplots(2, len(SETTINGS), figsize=(4 * len(SETTINGS), 7))
-    for col, name in enumerate(SETTINGS):
-        for m in methods:
-            pts = np.array(curves[(name, m)])
-            axes[0, col].loglog(pts[:, 0], pts[:, 1], "o-", label=m)
-            axes[1, col].loglog(pts[:, 0], pts[:, 2], "o-", label=m)
-        axes[0, col].set_title(name)
-        axes[1, col].set_xlabel("training size N")
-    axes[0, 0].set_ylabel("median relative joint error")
-    axes[1, 0].set_ylabel("fit time (s)")
-    axes[0, 0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(RESULTS / "bench_misspecified.png", dpi=100)
-
-
 def main(quick=False, no_em=False, em_max_n=10_000):
     sizes = [1_000, 10_000] if quick else [200, 1_000, 5_000, 10_000, 100_000]
     n_models = 2 if quick else 5
     methods = [m for m in METHODS if not (no_em and m == "EM")]
     table, curves = figure2(sizes, n_models, methods, em_max_n)
-    plot(curves, methods)
+    plot_error_and_time(curves, SETTINGS, methods, RESULTS / "bench_misspecified.png")
     save(
         "bench_misspecified",
         f"# bench_misspecified\n\nMachine: {machine()}. papers/000 Fig. 2: true tree and "

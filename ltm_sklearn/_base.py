@@ -109,20 +109,22 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     def _resolve_tree(self, moments, n_features, n_samples):
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(f) for f in names]
-        if self.tree is None:
-            if self.structure == "star":
-                tree = LatentTree.star(n_features)
-            elif self.structure == "quartet":
-                tree, _ = learn_tree_quartets(moments, self.n_hidden_states)
-            else:
-                D = spectral_distance(moments, self.n_hidden_states)
-                tree = learn_tree(D, self.structure, n_samples=n_samples)
-        else:
-            tree = LatentTree.coerce(
-                self.tree, n_features, feature_names=names, observed_leaves_only=False
-            )
+        tree = self._build_tree(moments, n_features, n_samples, names)
         root = tree.root if tree.is_hidden(tree.root) else None
         return LatentTree(tree.edges, n_features, root=root, feature_names=names)
+
+    def _build_tree(self, moments, n_features, n_samples, names):
+        """The given tree, or one learned with ``structure`` (hook for subclasses)."""
+        if self.tree is not None:
+            return LatentTree.coerce(
+                self.tree, n_features, feature_names=names, observed_leaves_only=False
+            )
+        if self.structure == "star":
+            return LatentTree.star(n_features)
+        if self.structure == "quartet":
+            return learn_tree_quartets(moments, self.n_hidden_states)[0]
+        D = spectral_distance(moments, self.n_hidden_states)
+        return learn_tree(D, self.structure, n_samples=n_samples)
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)

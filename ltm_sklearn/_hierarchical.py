@@ -154,19 +154,25 @@ class UnfoldingMoments:
         ``outside``, so ``P B = P[x_inside, X_ref]`` and ``A^T P = P[X_rep, x_outside]``.
         """
         inside, outside = list(inside), list(outside)
-        rows = np.all(self.codes[inside + outside] >= 0, axis=0) & (self.weights > 0)
+        columns = inside + outside
+        block = self.codes[columns]  # only the columns of this table
+        rows = np.all(block >= 0, axis=0) & (self.weights > 0)
         p = self.weights[rows]
         if p.sum() <= 0:
             raise ValueError("no row observes every column of the unfolding")
         p = p / p.sum()
-        codes = self.codes[:, rows].astype(np.int64)
-        PB, g_in = _grouped_table(self._key(codes, inside), codes[ref], self.n_states[ref], p)
-        AP, g_out = _grouped_table(self._key(codes, outside), codes[rep], self.n_states[rep], p)
+        block = block[:, rows].astype(np.int64)
+        row_of = {v: i for i, v in enumerate(columns)}
+        n_in = len(inside)
+        key_in = self._key(block[:n_in], inside)
+        key_out = self._key(block[n_in:], outside)
+        PB, g_in = _grouped_table(key_in, block[row_of[ref]], self.n_states[ref], p)
+        AP, g_out = _grouped_table(key_out, block[row_of[rep]], self.n_states[rep], p)
         cross = (PB[g_in] * p[:, None]).T @ AP[g_out]
         return PB.T @ PB, AP.T @ AP, cross
 
-    def _key(self, codes, columns):
-        terms = codes[columns].astype(np.uint64) * self._mult[columns, None]
+    def _key(self, block, columns):
+        terms = block.astype(np.uint64) * self._mult[columns, None]
         return terms.sum(axis=0, dtype=np.uint64)
 
 

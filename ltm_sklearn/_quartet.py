@@ -12,7 +12,6 @@ from ._em import LatentTreeEM
 from ._hierarchical import HierarchicalTensorLTM
 from ._spectral import SpectralLatentTree
 from .structure import learn_tree_quartets
-from .tree import LatentTree
 
 PARAMETER_METHODS = {
     "spectral": SpectralLatentTree,
@@ -110,15 +109,13 @@ class QuartetTreeLearner(BaseLatentTree):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _resolve_tree(self, moments, n_features, n_samples):
-        names = getattr(self, "feature_names_in_", None)
-        names = None if names is None else [str(f) for f in names]
+    def _build_tree(self, moments, n_features, n_samples, names):
         tree, info = learn_tree_quartets(
             moments, self.n_hidden_states, n_representatives=self.n_representatives
         )
         self.n_quartet_tests_ = info.n_tests
         self.min_quartet_margin_ = float(info.min_margin)
-        return LatentTree(tree.edges, n_features, feature_names=names)
+        return tree
 
     def _delegate(self):
         cls = PARAMETER_METHODS[self.parameters]

@@ -208,8 +208,8 @@ def fit_spectral(tree, moments, n_hidden_states, unseen_proba, linker=None, sele
             heads[nid], tails[nid] = inverse_linker(pair, k)
         else:
             heads[nid], tails[nid] = linker(nid, node, pair, k)
-        # a leaf's message: head^T P[X_ref, x_leaf] (for the inverse linker this is U)
-        leaf_msgs[nid] = pair @ heads[nid]
+        if not node.children:  # a leaf's message: head^T P[X_ref, x_leaf] (inverse: U)
+            leaf_msgs[nid] = pair @ heads[nid]
     leaf_tables = {}
     requests, owners = [], []
     for nid, node in enumerate(nodes):

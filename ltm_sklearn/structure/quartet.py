@@ -313,14 +313,13 @@ def learn_tree_quartets(moments, rank, n_representatives=3, feature_names=None):
         star = LatentTree.star(len(moments.n_states), feature_names=feature_names)
         return star, QuartetTreeInfo(0, np.inf, 0)
     order = insertion_order(spectral_distance(moments, rank))
-    n = max(float(moments.sample_weight.sum()), 1.0)
     return build_tree_quartets(
         quartet_tables(moments, rank=rank),
         len(moments.n_states),
         rank=rank,
         n_representatives=n_representatives,
         order=order,
-        tol=4.0 / np.sqrt(n) if moments.n_samples > 1 else None,
+        tol=4.0 / np.sqrt(moments.n_samples),  # rank tolerance of the diagnostics
         feature_names=feature_names,
     )
 
