@@ -2,12 +2,14 @@
 
 from ._em import LatentTreeEM
 from ._hierarchical import HierarchicalTensorLTM
+from ._kernel import KernelLatentTree
 from ._quartet import QuartetTreeLearner
 from ._spectral import SpectralLatentTree
 from .tree import LatentTree
 
 __all__ = [
     "HierarchicalTensorLTM",
+    "KernelLatentTree",
     "LatentTree",
     "LatentTreeEM",
     "QuartetTreeLearner",

@@ -7,6 +7,12 @@ the supervised per-class wrapper and every public method (``fit``, ``score_sampl
 * ``_fit_component(tree, moments, unseen_proba)`` -> fitted parameters of one model;
 * ``_component_log_abs(params, codes)`` -> ``(sign, log |P_hat(x)|)`` per row.
 
+The data side has hooks too, with categorical defaults that a continuous estimator
+replaces (:mod:`ltm_sklearn._kernel`): ``_fit_encoding`` / ``_encode`` (data -> the
+encoding the moments and the scoring read), ``_moments`` (the moment object of one
+weighting of the rows), ``_floor_model`` / ``_log_floor`` (the independence model of the
+floor below).
+
 Policy for non-positive estimates
 ---------------------------------
 Moment-based estimates ``P_hat(x)`` can be zero or negative. ``score_samples`` returns
@@ -47,7 +53,8 @@ class _Component:
     """One fitted model (the whole data, or one class)."""
 
     params: object
-    log_marginals: list  # per column: log smoothed P(X_j = v), then 0 (missing), log eps (unseen)
+    floor: object  # independence model of the floor (categorical: per column log smoothed
+    # P(X_j = v), then 0 (missing) and log eps (unseen))
 
 
 class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
@@ -103,8 +110,42 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             ensure_min_samples=1,
         )
 
+    def _fit_encoding(self, X, sample_weight):
+        """Learn the per-column encoding (categories) and return the encoded data."""
+        self._encoder = CategoricalEncoder()
+        codes = self._encoder.fit_transform(X)
+        self.categories_ = self._encoder.categories_
+        n_states = self._encoder.n_states_
+        if self.n_hidden_states > n_states.max():
+            raise ValueError(
+                f"n_hidden_states={self.n_hidden_states} exceeds the number of categories of "
+                f"every column (at most {n_states.max()}): the hidden variables cannot have "
+                "more states than the observed variables."
+            )
+        return codes
+
     def _encode(self, X):
         return self._encoder.transform(X)
+
+    def _moments(self, data, sample_weight):
+        """The moment object of ``data`` under one weighting of the rows."""
+        return MomentEstimator(data, self._encoder.n_states_, sample_weight, n_jobs=self.n_jobs)
+
+    def _floor_model(self, moments):
+        """Smoothed column marginals (one pseudo-count over the categories + "unseen") and
+        the likelihood of an unseen category per column."""
+        log_marginals, unseen = [], []
+        for counts, total in moments.singleton_counts():
+            alpha = 1.0 / (counts.size + 1)
+            denom = total + 1.0
+            eps = alpha / denom
+            log_marginals.append(np.log(np.concatenate([(counts + alpha) / denom, [1.0, eps]])))
+            unseen.append(eps)
+        return log_marginals, np.asarray(unseen)
+
+    def _log_floor(self, floor, codes):
+        """Log-likelihood of every row under the independence model of the floor."""
+        return _independence_log_likelihood(floor, codes)
 
     def _resolve_tree(self, moments, n_features, n_samples):
         names = getattr(self, "feature_names_in_", None)
@@ -166,17 +207,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         if sample_weight.sum() <= 0:
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
 
-        self._encoder = CategoricalEncoder()
-        codes = self._encoder.fit_transform(X)
-        self.categories_ = self._encoder.categories_
-        n_states = self._encoder.n_states_
-        if self.n_hidden_states > n_states.max():
-            raise ValueError(
-                f"n_hidden_states={self.n_hidden_states} exceeds the number of categories of "
-                f"every column (at most {n_states.max()}): the hidden variables cannot have "
-                "more states than the observed variables."
-            )
-        pooled = MomentEstimator(codes, n_states, sample_weight, n_jobs=self.n_jobs)
+        data = self._fit_encoding(X, sample_weight)
+        pooled = self._moments(data, sample_weight)
         self.tree_ = self._resolve_tree(pooled, n_features, n_samples)
 
         # observed internal nodes become leaves under hidden copies (see LatentTree)
@@ -192,10 +224,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             self.class_prior_ = weights / weights.sum()
             self.components_ = [
                 self._fit_one(
-                    fit_tree,
-                    MomentEstimator(
-                        codes, n_states, np.where(y_idx == c, sample_weight, 0.0), self.n_jobs
-                    ),
+                    fit_tree, self._moments(data, np.where(y_idx == c, sample_weight, 0.0))
                 )
                 for c in range(len(self.classes_))
             ]
@@ -206,21 +235,15 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         """Hook: set estimator-specific fitted attributes from ``components_``."""
 
     def _fit_one(self, tree, moments):
-        log_marginals, unseen = [], []
-        for counts, total in moments.singleton_counts():
-            alpha = 1.0 / (counts.size + 1)  # one pseudo-count over the categories + "unseen"
-            denom = total + 1.0
-            eps = alpha / denom
-            log_marginals.append(np.log(np.concatenate([(counts + alpha) / denom, [1.0, eps]])))
-            unseen.append(eps)
-        params = self._fit_component(tree, moments, np.asarray(unseen))
-        return _Component(params=params, log_marginals=log_marginals)
+        floor, unseen = self._floor_model(moments)
+        params = self._fit_component(tree, moments, unseen)
+        return _Component(params=params, floor=floor)
 
     # ------------------------------------------------------------------ scoring
     def _component_log_likelihood(self, comp, codes):
         """Floored ``log P_hat(x)`` of one component and the number of floored rows."""
         sign, logabs = self._component_log_abs(comp.params, codes)
-        log_floor = np.log(FLOOR_RATIO) + _independence_log_likelihood(comp.log_marginals, codes)
+        log_floor = np.log(FLOOR_RATIO) + self._log_floor(comp.floor, codes)
         keep = (sign > 0) & np.isfinite(logabs) & (logabs >= log_floor)
         return np.where(keep, logabs, log_floor), int(np.sum(~keep))
 

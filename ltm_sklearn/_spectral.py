@@ -216,7 +216,7 @@ def fit_spectral(tree, moments, n_hidden_states, unseen_proba, linker=None, sele
         if not node.children:
             j = node.host
             u = leaf_msgs[nid]
-            missing = u.sum(axis=0)
+            missing = moments.integral(j) @ u  # a marginalised entry (sum or integral)
             leaf_tables[nid] = np.vstack([u, missing, unseen_proba[j] * missing])
             continue
         kids = node.children
@@ -240,7 +240,10 @@ def fit_spectral(tree, moments, n_hidden_states, unseen_proba, linker=None, sele
 def spectral_log_abs(params, codes):
     """Sign and ``log |P_hat(x)|`` of every row (papers/003 eqs. (33)-(34)).
 
-    ``codes`` has shape ``(n_features, N)``. Messages are held feature-major, ``(r, N)``.
+    ``codes`` has shape ``(n_features, N)``, or is an object with a ``shape`` and a method
+    ``leaf_messages(j, table) -> (r, N)`` that evaluates the leaf tables on other feature
+    maps (kernel features, :mod:`ltm_sklearn._kernel`); rows ``-2`` / ``-1`` of a leaf table
+    are the messages of a missing / unseen entry. Messages are held feature-major, ``(r, N)``.
     Leaf messages are rows of orthonormal ``U`` (entries bounded by ``sqrt(n_states)``);
     every internal message is rescaled so that its max-abs entry is 1 and the log of the
     factor accumulated, so a 200-leaf chain neither underflows nor overflows. The result
@@ -255,6 +258,9 @@ def spectral_log_abs(params, codes):
     for nid, node in enumerate(nodes):
         if not node.children:
             table = params.leaf_tables[nid]
+            if hasattr(codes, "leaf_messages"):
+                msgs[nid] = codes.leaf_messages(node.host, table)
+                continue
             c = codes[node.host].astype(np.intp)
             idx = np.where(
                 c >= 0, c, np.where(c == MISSING, table.shape[0] - 2, table.shape[0] - 1)

@@ -23,7 +23,7 @@ import itertools
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._inference import MISSING, cpt_log_likelihood
+from ._inference import MISSING, cpt_log_likelihood, upward_pass
 from .tree import LatentTree
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "broad_tree",
     "deep_tree",
     "sample_sign_flip_tree",
+    "GaussianLeafTreeModel",
 ]
 
 
@@ -276,6 +277,89 @@ def sample_sign_flip_tree(tree, n_samples, sigma=0.3, random_state=None):
         flip = np.where(rng.random_sample(n_samples) < 0.5, -1.0, 1.0)
         x[u] = flip * x[tree.parent[u]] + sigma * rng.standard_normal(n_samples)
     return x[: tree.n_observed].T.copy()
+
+
+class GaussianLeafTreeModel:
+    """Discrete hidden tree, Gaussian-mixture leaves (papers/002 section 6, model selection).
+
+    Every hidden node takes ``n_hidden_states = d`` values; every observed leaf is a
+    mixture of ``d`` Gaussians, the component picked by the state of its parent:
+    ``X_j | H_parent = s ~ N(means[j, s], sigma^2)``. The hidden part has random CPTs
+    (:meth:`LatentTreeModel.random`), so the continuous joint has an exact log-density.
+
+    Parameters
+    ----------
+    model : LatentTreeModel
+        Discrete model whose observed nodes have ``d`` states, read as the component index.
+    means : ndarray of shape (n_features, d)
+    sigma : float or array-like of shape (n_features,)
+        Standard deviation of the components (one per column if an array).
+
+    Examples
+    --------
+    >>> from ltm_sklearn.datasets import GaussianLeafTreeModel, balanced_binary_tree
+    >>> m = GaussianLeafTreeModel.random(balanced_binary_tree(4), 3, random_state=0)
+    >>> m.sample(2, random_state=0).shape
+    (2, 4)
+    """
+
+    def __init__(self, model, means, sigma):
+        self.model = model
+        self.means = np.asarray(means, dtype=float)
+        self.sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (self.means.shape[0],))
+
+    @property
+    def tree(self):
+        return self.model.tree
+
+    @property
+    def n_features(self):
+        return self.model.n_features
+
+    @classmethod
+    def random(cls, tree, n_hidden_states=2, *, sigma=0.5, spacing=2.0, random_state=None):
+        """Random hidden CPTs (``noise=0.5``), the leaf state equal to its parent's, and
+        component means ``spacing * s`` (centred) shifted by ``U(-0.25, 0.25) * spacing``
+        per leaf and component."""
+        rng = check_random_state(random_state)
+        d = int(n_hidden_states)
+        model = LatentTreeModel.random(tree, d, d, random_state=rng)
+        for j in range(tree.n_observed):  # the component is the parent's state
+            model.cpts[j] = np.eye(d)
+        base = spacing * (np.arange(d) - (d - 1) / 2.0)
+        means = base + spacing * rng.uniform(-0.25, 0.25, size=(tree.n_observed, d))
+        return cls(model, means, sigma)
+
+    def sample(self, n_samples, random_state=None):
+        """``(n_samples, n_features)`` continuous rows."""
+        rng = check_random_state(random_state)
+        states = self.model.sample(n_samples, random_state=rng)
+        mu = np.take_along_axis(self.means.T, states, axis=0)
+        return mu + self.sigma * rng.standard_normal(mu.shape)
+
+    def smoothed(self, bandwidths):
+        """The model convolved with Gaussian kernels ``N(0, h_j^2)`` per column: what a
+        kernel density estimate with these bandwidths converges to."""
+        sigma = np.sqrt(self.sigma**2 + np.square(bandwidths))
+        return GaussianLeafTreeModel(self.model, self.means, sigma)
+
+    def log_likelihood(self, X):
+        """Exact log-density of every row; NaN entries are marginalised out."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}.")
+        offset = np.zeros(X.shape[0])
+        evidence = {}
+        for j in range(self.n_features):
+            z = (X[:, j : j + 1] - self.means[j][None, :]) / self.sigma[j]
+            logp = -0.5 * z**2 - np.log(self.sigma[j] * np.sqrt(2 * np.pi))
+            miss = np.isnan(X[:, j])
+            top = np.where(miss, 0.0, np.max(np.where(miss[:, None], 0.0, logp), axis=1))
+            evidence[j] = np.where(miss[:, None], 1.0, np.exp(logp - top[:, None]))
+            offset += top
+        out = upward_pass(self.tree, self.model.root_marginal, self.model.cpts, evidence, False)
+        with np.errstate(divide="ignore"):
+            return np.log(out["lik"]) + out["log_scale"] + offset
 
 
 def _draw(cum, rng, n):

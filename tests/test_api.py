@@ -13,6 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ltm_sklearn import (
     HierarchicalTensorLTM,
+    KernelLatentTree,
     LatentTreeEM,
     QuartetTreeLearner,
     SpectralLatentTree,
@@ -24,6 +25,7 @@ ESTIMATORS = [
     HierarchicalTensorLTM(),
     QuartetTreeLearner(),
     LatentTreeEM(n_hidden_states=2, max_iter=20, random_state=0),
+    KernelLatentTree(),
 ]
 # No expected failures: every check of scikit-learn passes.
 EXPECTED_FAILED = {}

@@ -1,11 +1,23 @@
-"""Kernel feature maps and the kernel tree metric (papers/002, structure part)."""
+"""Kernel embeddings for continuous data (papers/002): feature maps, covariance operators,
+the kernel tree metric and KernelLatentTree against exact continuous ground truth."""
 
 import numpy as np
+import pandas as pd
 import pytest
+from sklearn.kernel_approximation import Nystroem
+from sklearn.model_selection import GridSearchCV
+from sklearn.naive_bayes import GaussianNB
 
-from ltm_sklearn.datasets import balanced_binary_tree, sample_sign_flip_tree
+from ltm_sklearn import KernelLatentTree, SpectralLatentTree
+from ltm_sklearn.datasets import (
+    GaussianLeafTreeModel,
+    LatentTreeModel,
+    balanced_binary_tree,
+    random_binary_tree,
+    sample_sign_flip_tree,
+)
 from ltm_sklearn.metrics import robinson_foulds
-from ltm_sklearn.moments import rbf_features
+from ltm_sklearn.moments import KernelMoments, RBFFeatureMap, rbf_features
 from ltm_sklearn.structure import (
     gaussian_distance,
     kernel_distance,
@@ -14,27 +26,102 @@ from ltm_sklearn.structure import (
 )
 
 
-def test_rbf_features_are_centred_and_linear_in_n():
+def skewed_data(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.column_stack([rng.standard_normal(n), np.exp(rng.standard_normal(n))])
+
+
+# ---------------------------------------------------------------------- feature maps
+def test_features_reproduce_the_normalised_kernel_and_sklearn_nystroem():
+    X = skewed_data()
+    fmap = RBFFeatureMap(n_components=40).fit(X)
+    for j in range(2):
+        h, L = fmap.bandwidths_[j], fmap.landmarks_[j]
+        x = np.linspace(L.min(), L.max(), 200)  # within the landmarks (spaced <= h)
+        F = fmap.transform_column(j, x)
+        exact = np.exp(-((x[:, None] - x[None, :]) ** 2) / (2 * h * h)) / np.sqrt(2 * np.pi * h * h)
+        assert np.abs(F @ F.T - exact).max() < 0.01 * exact.max()
+        # Nystroem: exact on the landmarks; elsewhere scikit-learn's map on the same
+        # landmarks gives the same kernel up to the dropped eigen-directions (< 1e-9)
+        c = np.sqrt(2 * np.pi * h * h)
+        FL = fmap.transform_column(j, L)
+        K = np.exp(-((L[:, None] - L[None, :]) ** 2) / (2 * h * h))
+        np.testing.assert_allclose(FL @ FL.T * c, K, atol=1e-8)
+        ny = Nystroem(gamma=1 / (2 * h * h), n_components=L.size).fit(L[:, None])
+        G = ny.transform(x[:, None])
+        np.testing.assert_allclose(F @ F.T * c, G @ G.T, atol=1e-3)
+
+
+def test_feature_integrals_are_exact():
+    X = skewed_data()
+    fmap = RBFFeatureMap(n_components=30, bandwidth_scale=0.5).fit(X)
+    for j in range(2):
+        h = fmap.bandwidths_[j]
+        g = np.linspace(X[:, j].min() - 10 * h, X[:, j].max() + 10 * h, 20001)
+        F = fmap.transform_column(j, g)
+        np.testing.assert_allclose(np.trapezoid(F, g, axis=0), fmap.integrals_[j], atol=1e-8)
+        np.testing.assert_allclose(
+            np.trapezoid(g[:, None] * F, g, axis=0), fmap.first_moments_[j], atol=1e-7
+        )
+
+
+def test_weights_equal_repeated_rows():
+    X = skewed_data(500)
+    w = np.random.default_rng(1).integers(0, 3, size=500).astype(float)
+    rep = np.repeat(X, w.astype(int), axis=0)
+    a, b = RBFFeatureMap(20).fit(X, w), RBFFeatureMap(20).fit(rep)
+    assert a.bandwidths_ == b.bandwidths_
+    for la, lb in zip(a.landmarks_, b.landmarks_):
+        np.testing.assert_array_equal(la, lb)
+    ma, mb = KernelMoments(a, X, w), KernelMoments(b, rep)
+    np.testing.assert_allclose(ma.pair(0, 1), mb.pair(0, 1), atol=1e-12)
+    np.testing.assert_allclose(ma.covariance()[0], mb.covariance()[0], atol=1e-12)
+
+
+def test_kernel_moments_match_direct_formulas_with_missing_entries():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([skewed_data(2000), rng.standard_normal(2000)])
+    X[rng.random(X.shape) < 0.1] = np.nan
+    w = rng.uniform(0.5, 2.0, size=2000)
+    fmap = RBFFeatureMap(15).fit(X, w)
+    mom = KernelMoments(fmap, X, w)
+    feats = [fmap.transform_column(j, X[:, j]) for j in range(3)]
+    obs = ~np.isnan(X)
+    both = w * obs[:, 0] * obs[:, 1]
+    direct = np.einsum("n,na,nb->ab", both, feats[0], feats[1]) / both.sum()
+    np.testing.assert_allclose(mom.pair(0, 1), direct, atol=1e-12)
+    np.testing.assert_allclose(mom.pair(1, 0), direct.T, atol=1e-12)
+    B = [rng.standard_normal((2, f.shape[1])) for f in feats]
+    all3 = w * obs.all(axis=1)
+    direct3 = (
+        np.einsum("n,na,nb,nc->abc", all3, feats[0] @ B[0].T, feats[1] @ B[1].T, feats[2] @ B[2].T)
+        / all3.sum()
+    )
+    (got,) = mom.projected([((0, 1, 2), tuple(B))])
+    np.testing.assert_allclose(got, direct3, atol=1e-12)
+    mom.gram()  # pairs read from the cached Gram give the same operators
+    np.testing.assert_allclose(mom.pair(0, 1), direct, atol=1e-12)
+
+
+def test_rbf_features_are_centred_and_reject_bad_input():
     X = np.random.default_rng(0).standard_normal((3000, 3))
-    feats = rbf_features(X, n_components=40, random_state=0)
-    assert len(feats) == 3 and feats[0].shape == (3000, 40)
+    feats = rbf_features(X, n_components=40)
+    assert len(feats) == 3 and feats[0].shape[0] == 3000
     np.testing.assert_allclose(feats[1].mean(axis=0), 0.0, atol=1e-12)
-
-
-def test_non_numeric_and_non_finite_input_rejected():
     with pytest.raises(TypeError, match="numeric"):
         rbf_features(np.array([["a", "b"], ["c", "d"]]))
     with pytest.raises(ValueError, match="finite"):
         rbf_features(np.array([[0.0, np.nan], [1.0, 2.0]]))
 
 
+# ---------------------------------------------------------------------- structure
 def test_kernel_metric_recovers_uncorrelated_tree_where_gaussian_fails():
     """papers/002's process (zero correlations): 16-leaf balanced tree, N = 2,000."""
     tree = balanced_binary_tree(16)
     exact = {"kernel": 0, "gaussian": 0, "nonparanormal": 0}
     for seed in range(5):
         X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=seed)
-        feats = rbf_features(X, n_components=50, random_state=seed)
+        feats = rbf_features(X, n_components=50)
         exact["kernel"] += robinson_foulds(neighbor_joining(kernel_distance(feats, 1)), tree) == 0
         for name, metric in (
             ("gaussian", gaussian_distance),
@@ -43,3 +130,135 @@ def test_kernel_metric_recovers_uncorrelated_tree_where_gaussian_fails():
             exact[name] += robinson_foulds(neighbor_joining(metric(X)), tree) == 0
     assert exact["kernel"] >= 4
     assert exact["gaussian"] == 0 and exact["nonparanormal"] == 0
+
+
+def test_estimator_structure_options():
+    tree = balanced_binary_tree(8)
+    X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=0)
+    assert robinson_foulds(KernelLatentTree(1).fit(X).tree_, tree) == 0
+    for structure in ("gaussian", "nonparanormal", "star"):
+        est = KernelLatentTree(1, structure=structure).fit(X)
+        assert est.tree_.n_observed == 8 and np.all(np.isfinite(est.score_samples(X[:50])))
+
+
+# ---------------------------------------------------------------------- density
+@pytest.mark.parametrize("tree", [balanced_binary_tree(8), random_binary_tree(9, random_state=1)])
+def test_one_hot_limit_equals_the_discrete_spectral_algorithm(tree):
+    """papers/002: with one-hot features the kernel algorithm is the discrete one. Binary
+    columns and a bandwidth of 0.05 make the features c * one-hot, so the log-density at
+    a configuration is log P_spectral(x) - sum_j log(2 pi h_j^2) / 2."""
+    model = LatentTreeModel.random(tree, 2, 2, random_state=0)
+    X = model.sample(5000, random_state=0).astype(float)
+    kern = KernelLatentTree(2, tree=tree, bandwidth_scale=0.05).fit(X)
+    spec = SpectralLatentTree(2, tree=tree).fit(X)
+    configs = model.all_configurations()
+    _, a = kern._component_log_abs(kern.components_[0].params, kern._encode(configs))
+    _, b = spec._component_log_abs(spec.components_[0].params, spec._encode(configs))
+    h = np.asarray(kern.feature_map_.bandwidths_)
+    np.testing.assert_allclose(a + 0.5 * np.log(2 * np.pi * h**2).sum(), b, atol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.3])
+def test_density_integrates_to_one_and_nan_marginalises(scale):
+    truth = GaussianLeafTreeModel.random(balanced_binary_tree(3), 2, random_state=0)
+    X = truth.sample(3000, random_state=1)
+    est = KernelLatentTree(2, bandwidth_scale=scale).fit(X)
+    h = np.asarray(est.feature_map_.bandwidths_)
+    grids = [np.linspace(lo, hi, 80) for lo, hi in zip(X.min(0) - 5 * h, X.max(0) + 5 * h)]
+    G = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, 3)
+    cell = np.prod([g[1] - g[0] for g in grids])
+    assert abs(np.exp(est.score_samples(G)).sum() * cell - 1.0) < 0.01
+    rows = X[:5].copy()
+    g = grids[1]
+    filled = np.repeat(rows, g.size, axis=0)
+    filled[:, 1] = np.tile(g, 5)
+    numeric = np.log(np.exp(est.score_samples(filled)).reshape(5, -1).sum(axis=1) * (g[1] - g[0]))
+    rows[:, 1] = np.nan
+    np.testing.assert_allclose(est.score_samples(rows), numeric, atol=1e-3)
+
+
+def test_converges_to_the_smoothed_truth():
+    """The estimate targets the truth convolved with the kernels (a KDE's limit), which for
+    Gaussian-mixture leaves is again exact: the held-out gap to it shrinks with N."""
+    truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), 3, random_state=0)
+    X_test = truth.sample(3000, random_state=99)
+    gaps = []
+    for n in (500, 5_000, 50_000):
+        est = KernelLatentTree(3, bandwidth_scale=0.5).fit(truth.sample(n, random_state=n))
+        smooth = truth.smoothed(est.feature_map_.bandwidths_)
+        gaps.append(smooth.log_likelihood(X_test).mean() - est.score(X_test))
+    assert gaps[0] > gaps[2] and abs(gaps[2]) < 0.02, gaps
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_grid_search_picks_the_number_of_hidden_states(d):
+    """papers/002 section 6 model selection: discrete hidden nodes with d states,
+    Gaussian-mixture leaves; held-out likelihood over n_hidden_states = 1..6."""
+    truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), d, random_state=0)
+    X = truth.sample(4000, random_state=10)
+    grid = {"n_hidden_states": [1, 2, 3, 4, 5, 6]}
+    search = GridSearchCV(KernelLatentTree(bandwidth_scale=0.5), grid, cv=3).fit(X)
+    assert search.best_params_["n_hidden_states"] == d
+
+
+def test_supervised_mode_close_to_bayes_and_above_gaussian_nb():
+    tree = balanced_binary_tree(8)
+    a = GaussianLeafTreeModel.random(tree, 2, random_state=3)
+    b = GaussianLeafTreeModel.random(tree, 2, random_state=4)
+
+    def data(n, seed):
+        X = np.vstack([a.sample(n, random_state=seed), b.sample(n, random_state=seed + 100)])
+        return X, np.repeat(["a", "b"], n)
+
+    X, y = data(3000, 0)
+    X_test, y_test = data(2000, 1)
+    bayes_pred = np.where(b.log_likelihood(X_test) > a.log_likelihood(X_test), "b", "a")
+    bayes = np.mean(bayes_pred == y_test)
+    clf = KernelLatentTree(2, bandwidth_scale=0.5).fit(X, y)
+    proba = clf.predict_proba(X_test)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    acc = np.mean(clf.predict(X_test) == y_test)
+    assert acc > bayes - 0.03
+    assert acc > GaussianNB().fit(X, y).score(X_test, y_test) + 0.03
+
+
+def test_conditional_mean_matches_the_smoothed_truth():
+    truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), 3, random_state=0)
+    X = truth.sample(20000, random_state=1)
+    Q = truth.sample(300, random_state=2)
+    est = KernelLatentTree(3, bandwidth_scale=0.5).fit(X)
+    smooth = truth.smoothed(est.feature_map_.bandwidths_)
+    g = np.linspace(X[:, 0].min() - 3, X[:, 0].max() + 3, 600)
+
+    def exact_mean(rows):  # int x p(x, rest) dx / int p(x, rest) dx on a fine grid
+        filled = np.repeat(rows, g.size, axis=0)
+        filled[:, 0] = np.tile(g, len(rows))
+        lp = smooth.log_likelihood(filled).reshape(len(rows), -1)
+        w = np.exp(lp - lp.max(axis=1, keepdims=True))
+        return (w * g).sum(axis=1) / w.sum(axis=1)
+
+    marginal_error = np.abs(Q[:, 0] - X[:, 0].mean()).mean()
+    for hide in (False, True):
+        rows = Q.copy()
+        if hide:
+            rows[:, 3:6] = np.nan
+        pred = est.conditional_mean(rows, target=0)
+        assert est.n_floored_ == 0
+        assert np.abs(pred - exact_mean(rows)).mean() < 0.05
+        assert np.abs(pred - Q[:, 0]).mean() < 0.5 * marginal_error
+
+
+def test_pandas_names_and_clear_errors():
+    truth = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0)
+    X = pd.DataFrame(truth.sample(500, random_state=0), columns=list("abcd"))
+    est = KernelLatentTree(2).fit(X)
+    assert list(est.feature_names_in_) == list("abcd")
+    assert est.conditional_mean(X.iloc[:5], target="c").shape == (5,)
+    with pytest.raises(TypeError, match="numeric"):
+        KernelLatentTree().fit(np.array([["a", "1.0"], ["b", "2.0"]] * 5, dtype=object))
+    with pytest.raises(ValueError, match="infinity"):
+        KernelLatentTree().fit(np.where(np.eye(4, dtype=bool), np.inf, 1.0))
+    with pytest.raises(TypeError, match="conditional_mean"):
+        est.conditional_proba(X.iloc[:5], target="c")
+    with pytest.raises(ValueError, match="target"):
+        est.conditional_mean(X.iloc[:5], target=7)

@@ -51,34 +51,42 @@ def kernel_distance(features, n_singular=1):
     """Kernel tree metric of papers/002 eq. (12) on feature maps of the columns.
 
     ``d(s, t) = -1/2 log pdet_d(C_st C_st^T) + 1/4 log pdet_d(C_ss C_ss^T)
-    + 1/4 log pdet_d(C_tt C_tt^T)`` with the cross-covariance operators
-    ``C_st = F_s^T F_t / N`` of centred features (:func:`~ltm_sklearn.moments.rbf_features`)
+    + 1/4 log pdet_d(C_tt C_tt^T)`` with the centred cross-covariance operators ``C_st``
     and ``pdet_d`` the product of the top ``d = n_singular`` singular values; with one-hot
-    features this is :func:`spectral_distance`.
+    features this is :func:`spectral_distance`. All operators come from one Gram matrix of
+    the stacked features (one pass over the rows).
 
     Parameters
     ----------
-    features : list of ndarray
-        Centred ``(n_samples, r_j)`` feature matrices, one per column.
+    features : list of ndarray or KernelMoments
+        Centred ``(n_samples, r_j)`` feature matrices, one per column
+        (:func:`~ltm_sklearn.moments.rbf_features`), or the kernel moments of the data
+        (:class:`~ltm_sklearn.moments.KernelMoments`, weighted and NaN-aware).
     n_singular : int, default=1
 
     Returns
     -------
     ndarray of shape (n_features, n_features)
     """
-    n = features[0].shape[0]
+    if hasattr(features, "covariance"):
+        G, offsets = features.covariance()
+    else:
+        F = np.hstack(features)
+        G = F.T @ F / F.shape[0]
+        offsets = np.concatenate([[0], np.cumsum([f.shape[1] for f in features])])
     d = int(n_singular)
+    p = len(offsets) - 1
+    blocks = [slice(int(offsets[i]), int(offsets[i + 1])) for i in range(p)]
 
     def log_pdet(C):  # log pdet_d(C C^T) / 2 = sum of log of the top-d singular values of C
         s = np.linalg.svd(C, compute_uv=False)[:d]
         return np.sum(np.log(np.maximum(s, _TINY)))
 
-    own = [log_pdet(F.T @ F / n) for F in features]
-    p = len(features)
+    own = [log_pdet(G[b, b]) for b in blocks]
     D = np.zeros((p, p))
     for i in range(p):
         for j in range(i + 1, p):
-            val = -log_pdet(features[i].T @ features[j] / n) + 0.5 * (own[i] + own[j])
+            val = -log_pdet(G[blocks[i], blocks[j]]) + 0.5 * (own[i] + own[j])
             D[i, j] = D[j, i] = max(val, 0.0)
     return D
 
