@@ -41,7 +41,8 @@ from .tree import LatentTree
 
 __all__ = ["KernelLatentTree", "KernelEvaluation"]
 
-KERNEL_STRUCTURES = ("kernel", "gaussian", "nonparanormal", "star")
+# Reconstruction methods on the kernel metric, and the baseline metrics (with NJ).
+KERNEL_STRUCTURES = ("nj", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal")
 
 
 class _KernelData:
@@ -105,12 +106,16 @@ class KernelLatentTree(BaseLatentTree):
         fewer feature dimensions) uses that rank.
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree (observed columns at the leaves). ``None`` learns it.
-    structure : {"kernel", "gaussian", "nonparanormal", "star"}, default="kernel"
-        Tree metric given to neighbor joining when ``tree=None``: the kernel metric of
-        eq. (12) with ``d = n_hidden_states`` (weighted, NaN-aware), the Gaussian metric
-        ``-log |corr|`` or the nonparanormal one (the baselines of papers/002 Fig. 1; on
-        the complete rows, ignoring ``sample_weight``), or a single hidden node joined to
-        every column.
+    structure : {"nj", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal"}, \
+            default="nj"
+        Structure learning when ``tree=None``. The first four reconstruct the tree from the
+        kernel metric of eq. (12) with ``d = n_hidden_states`` (weighted, NaN-aware):
+        neighbor joining (the paper's), recursive grouping, Chow-Liu recursive grouping or
+        Chow-Liu neighbor joining (see :class:`SpectralLatentTree`; ``"clnj"`` is the most
+        accurate on deep random trees). ``"star"`` joins every column to one hidden node.
+        ``"gaussian"`` and ``"nonparanormal"`` run neighbor joining on the Gaussian metric
+        ``-log |corr|`` or its rank-Gaussianised version (the baselines of papers/002
+        Fig. 1; complete rows only, ignoring ``sample_weight``).
     n_components : int, default=50
         Nystroem landmarks per column (weighted quantiles of the column); eigen-directions
         of the landmark Gram below ``1e-9`` of the largest are dropped, so a column's
@@ -184,7 +189,7 @@ class KernelLatentTree(BaseLatentTree):
         n_hidden_states=2,
         *,
         tree=None,
-        structure="kernel",
+        structure="nj",
         n_components=50,
         bandwidth_scale=1.0,
         n_jobs=None,
@@ -250,18 +255,21 @@ class KernelLatentTree(BaseLatentTree):
             return super()._build_tree(moments, n_features, n_samples, names)
         if self.structure == "star":
             return LatentTree.star(n_features)
-        if self.structure == "kernel":
-            D = kernel_distance(moments, self.n_hidden_states)
-        else:
+        method = "nj"
+        if self.structure in ("gaussian", "nonparanormal"):
             X = moments.X[~np.isnan(moments.X).any(axis=1)]
             if X.shape[0] < 3:
                 raise ValueError(
                     f"structure={self.structure!r} needs complete rows and X has "
-                    f"{X.shape[0]}; use structure='kernel', which handles missing entries."
+                    f"{X.shape[0]}; the kernel-metric structures (e.g. 'nj') handle "
+                    "missing entries."
                 )
             metric = gaussian_distance if self.structure == "gaussian" else nonparanormal_distance
             D = metric(X)
-        return learn_tree(D, "nj", n_samples=n_samples)
+        else:
+            D = kernel_distance(moments, self.n_hidden_states)
+            method = self.structure
+        return learn_tree(D, method, n_samples=n_samples)
 
     # ------------------------------------------------------------------ model hooks
     def _fit_component(self, tree, moments, unseen_proba):

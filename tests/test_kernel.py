@@ -136,7 +136,7 @@ def test_estimator_structure_options():
     tree = balanced_binary_tree(8)
     X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=0)
     assert robinson_foulds(KernelLatentTree(1).fit(X).tree_, tree) == 0
-    for structure in ("gaussian", "nonparanormal", "star"):
+    for structure in ("clnj", "gaussian", "nonparanormal", "star"):
         est = KernelLatentTree(1, structure=structure).fit(X)
         assert est.tree_.n_observed == 8 and np.all(np.isfinite(est.score_samples(X[:50])))
 
