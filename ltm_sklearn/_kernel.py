@@ -207,6 +207,23 @@ class KernelLatentTree(BaseLatentTree):
         self.n_components = n_components
         self.bandwidth_scale = bandwidth_scale
 
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the kernel latent tree density.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Continuous (numeric) data; NaN marks a missing entry (available-case moments).
+        y : array-like of shape (n_samples,), default=None
+            Class labels: one density per class on one shared tree, plus the class prior.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        return super().fit(X, y, sample_weight)
+
     # ------------------------------------------------------------------ data hooks
     def _validate_X(self, X, reset):
         try:

@@ -52,9 +52,10 @@ def kernel_distance(features, n_singular=1):
 
     ``d(s, t) = -1/2 log pdet_d(C_st C_st^T) + 1/4 log pdet_d(C_ss C_ss^T)
     + 1/4 log pdet_d(C_tt C_tt^T)`` with the centred cross-covariance operators ``C_st``
-    and ``pdet_d`` the product of the top ``d = n_singular`` singular values; with one-hot
-    features this is :func:`spectral_distance`. All operators come from one Gram matrix of
-    the stacked features (one pass over the rows).
+    and ``pdet_d`` the product of the top ``d = n_singular`` singular values (the centred
+    counterpart of :func:`spectral_distance`, which uses the uncentred one-hot tables).
+    All operators come from one Gram matrix of the stacked features (one pass over the
+    rows).
 
     Parameters
     ----------
