@@ -336,7 +336,7 @@ class KernelLatentTree(BaseLatentTree):
             parts[name] = logsumexp(logs, b=signs, axis=1, return_sign=True)
         (log_num, s_num), (log_den, s_den) = parts["num"], parts["den"]
         fallback = sum(p * comp.floor[0][j] for comp, p in zip(self.components_, prior))
-        ok = (s_den > 0) & np.isfinite(log_den) & np.isfinite(log_num)
+        ok = (s_den > 0) & np.isfinite(log_den)  # a zero numerator is a mean of 0
         with np.errstate(over="ignore", invalid="ignore"):
             value = s_num * np.exp(log_num - log_den)
         ok &= np.isfinite(value)
