@@ -323,8 +323,9 @@ class KernelLatentTree(BaseLatentTree):
         fmap = self.feature_map_
         prior = self.class_prior_ if self._is_supervised() else np.ones(1)
         parts = {}
+        evaluation = KernelEvaluation(fmap, X)  # one feature cache for both passes
         for name, vector in (("num", fmap.first_moments_[j]), ("den", fmap.integrals_[j])):
-            evaluation = KernelEvaluation(fmap, X, fixed={j: vector})
+            evaluation.fixed = {j: vector}
             logs, signs = [], []
             for comp, p in zip(self.components_, prior):
                 sign, logabs = self._component_log_abs(comp.params, evaluation)

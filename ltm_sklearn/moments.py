@@ -572,12 +572,22 @@ class KernelMoments:
             self._gram = G / scale
         return self._gram
 
+    def _row_weights(self, variables):
+        """Row weights, zero on the rows that miss any of ``variables``."""
+        if self._observed is None:
+            return self.sample_weight
+        return self.sample_weight * self._observed[:, list(variables)].prod(axis=1)
+
+    def _column_weights(self):
+        """Total weight of the rows observing each column (floored away from zero)."""
+        obs = ~np.isnan(self.X)
+        return np.maximum(self.sample_weight @ obs, np.finfo(float).tiny)
+
     def means(self):
         """``E[phi_j(X_j)]`` of every column, stacked."""
-        F, w = self.features, self.sample_weight
-        obs = np.ones_like(self.X) if self._observed is None else self._observed
-        tot = np.repeat(np.maximum(w @ obs, np.finfo(float).tiny), self.n_states)
-        return (w @ F) / tot
+        return (self.sample_weight @ self.features) / np.repeat(
+            self._column_weights(), self.n_states
+        )
 
     def covariance(self):
         """Centred cross-covariance operators of all pairs, ``(G, offsets)``."""
@@ -588,13 +598,9 @@ class KernelMoments:
         """``C_ij = E[phi_i(X_i) phi_j(X_j)^T]``, rows over the features of ``X_i``."""
         if self._gram is not None:
             return self._gram[self._block(i), self._block(j)]
-        F, w = self.features, self.sample_weight
+        F, w = self.features, self._row_weights((i, j))
         a, b = F[:, self._block(i)], F[:, self._block(j)]
-        if self._observed is None:
-            total = w.sum()
-        else:
-            total = w @ (self._observed[:, i] * self._observed[:, j])
-        return _normalise(a.T @ (w[:, None] * b), total)
+        return _normalise(a.T @ (w[:, None] * b), w.sum())
 
     def pairs(self, pairs):
         """``{(i, j): C_ij}`` for a list of pairs."""
@@ -604,12 +610,9 @@ class KernelMoments:
         """``E[prod_m B_m phi_{v_m}(X_{v_m})]`` for ``(variables, projections)`` requests
         (see :meth:`MomentEstimator.projected`), accumulated over row chunks."""
         out = []
-        F, w = self.features, self.sample_weight
+        F = self.features
         for variables, projections in requests:
-            ww = w.copy()
-            if self._observed is not None:
-                for v in variables:
-                    ww = ww * self._observed[:, v]
+            ww = self._row_weights(variables)
             shape = [B.shape[0] for B in projections]
             table = np.zeros(math.prod(shape))
             for s in _chunks(F.shape[0], max(1, F.shape[0] // _ROW_CHUNK)):
@@ -625,9 +628,8 @@ class KernelMoments:
         """Weighted mean and variance of the raw values of every column (observed rows)."""
         w = self.sample_weight
         obs = ~np.isnan(self.X)
-        x = np.where(obs, self.X, 0.0)
-        tot = np.maximum(w @ obs, np.finfo(float).tiny)
-        mean = (w @ x) / tot
+        tot = self._column_weights()
+        mean = (w @ np.where(obs, self.X, 0.0)) / tot
         var = (w @ (np.where(obs, self.X - mean, 0.0) ** 2)) / tot
         return mean, var
 
