@@ -1,5 +1,6 @@
 """ltm_sklearn: scikit-learn compatible estimators for latent tree graphical models."""
 
+from ._classifier import LatentTreeClassifier
 from ._em import LatentTreeEM
 from ._hierarchical import HierarchicalTensorLTM
 from ._kernel import KernelLatentTree
@@ -11,6 +12,7 @@ __all__ = [
     "HierarchicalTensorLTM",
     "KernelLatentTree",
     "LatentTree",
+    "LatentTreeClassifier",
     "LatentTreeEM",
     "QuartetTreeLearner",
     "SpectralLatentTree",

@@ -1,69 +1,113 @@
-"""Shared machinery of the latent tree estimators.
+"""Shared machinery of the discrete latent tree estimators.
 
-:class:`BaseLatentTree` owns validation, categorical encoding, the tree specification,
-the supervised per-class wrapper and every public method (``fit``, ``score_samples``,
-``score``, ``predict_proba``, ``predict``, ``conditional_proba``); subclasses fill two hooks:
+:class:`BaseLatentTree` owns validation, categorical encoding, the tree (given, learned or
+selected), EM polishing and every public method (``fit``, ``score_samples``, ``score``,
+``conditional_proba``, ``predict_hidden_proba``, ``sample``); a subclass fills one hook:
 
-* ``_fit_component(tree, moments, unseen_proba)`` -> fitted parameters of one model;
-* ``_component_log_abs(params, codes)`` -> ``(sign, log |P_hat(x)|)`` per row.
+* ``_initial_parameters(tree, moments, random_state)`` -> ``(root_marginal, cpts,
+  extras)``: an explicit starting point on ``tree`` recovered from the moments (the
+  estimator's own algorithm), and anything it wants to keep (``extras``, e.g. the raw
+  observable representation of the spectral algorithm).
 
-The data side has hooks too, with categorical defaults that a continuous estimator
-replaces (:mod:`ltm_sklearn._kernel`): ``_fit_encoding`` / ``_encode`` (data -> the
-encoding the moments and the scoring read), ``_moments`` (the moment object of one
-weighting of the rows), ``_floor_model`` / ``_log_floor`` (the independence model of the
-floor below).
+The model
+---------
+Every estimator is a latent tree model with explicit conditional probability tables
+(``root_marginal_`` and ``cpts_`` on ``tree_``): hidden nodes have ``n_hidden_states``
+states, observed nodes - leaves or internal - their categories. ``score_samples`` is the
+exact log-likelihood of this normalised distribution, computed by message passing
+(:mod:`ltm_sklearn._inference`); over all configurations of the categories
+``exp(score_samples)`` sums to one. No floor, no absolute value.
 
-Policy for non-positive estimates
----------------------------------
-Moment-based estimates ``P_hat(x)`` can be zero or negative. ``score_samples`` returns
-``log max(P_hat(x), FLOOR_RATIO * P_ind(x))`` where ``P_ind`` is the smoothed
-independence model (product of the smoothed column marginals over the observed entries)
-and ``FLOOR_RATIO = 1e-3``. The number of rows the floor touched in the last call to
-``score_samples`` is stored in ``n_floored_``. The result is never NaN or +inf.
+* Moments to start, likelihood to finish: the starting point is polished by up to
+  ``max_iter`` EM iterations (:func:`~ltm_sklearn._em.fit_em`, identical rows merged),
+  maximising the likelihood plus a symmetric Dirichlet prior: every table entry gets the
+  pseudo-count ``alpha`` (additive smoothing, as in ``CategoricalNB``), so no entry is zero
+  and categories rare in training keep a sensible probability. ``max_iter=0`` keeps the
+  moment estimate.
+* A category never seen in training (at score time) lies outside the model's support; it
+  is scored with the constant likelihood ``unseen_proba_[j] = 1 / (n_j + W_j + 1)`` (the
+  add-one probability of a new category, ``n_j`` categories, ``W_j`` the training weight
+  observing column ``j``), the same for every state of its parent - never an exception,
+  never NaN.
+* A missing entry (NaN/None) is marginalised out exactly.
 """
 
 from __future__ import annotations
 
-from abc import ABCMeta, abstractmethod
-from dataclasses import dataclass
-from numbers import Integral
+import warnings
+from abc import ABCMeta
+from dataclasses import dataclass, field
+from numbers import Integral, Real
 
 import numpy as np
+import pandas as pd
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, DensityMixin, _fit_context
-from sklearn.utils import ClassifierTags
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_is_fitted,
-    column_or_1d,
-    validate_data,
-)
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from .moments import MISSING, CategoricalEncoder, MomentEstimator
-from .structure import STRUCTURE_METHODS, learn_tree, learn_tree_quartets, spectral_distance
+from ._inference import CodeEvidence, hidden_posteriors, log_likelihood
+from .moments import CategoricalEncoder, MomentEstimator, declared_categories
+from .structure import (
+    STRUCTURE_METHODS,
+    chow_liu,
+    learn_tree,
+    learn_tree_quartets,
+    mutual_information,
+    spectral_distance,
+)
 from .tree import LatentTree
 
-FLOOR_RATIO = 1e-3
+__all__ = ["BaseLatentTree", "FittedModel", "AUTO_CANDIDATES"]
+
+#: candidate structures compared by ``structure="auto"``
+AUTO_CANDIDATES = ("chow_liu", "clnj", "nj", "star")
+#: share of the rows held out to compare candidate structures, and the largest numbers of
+#: training and validation rows the comparison reads (a random subsample beyond that)
+_VALIDATION_SHARE = 0.2
+_SELECTION_MAX_TRAIN = 20_000
+_SELECTION_MAX_VALIDATION = 5_000
 
 
 @dataclass
-class _Component:
-    """One fitted model (the whole data, or one class)."""
+class FittedModel:
+    """Explicit parameters of one fitted latent tree model and how EM ended."""
 
-    params: object
-    floor: object  # independence model of the floor (categorical: per column log smoothed
-    # P(X_j = v), then 0 (missing) and log eps (unseen))
+    tree: LatentTree
+    root_marginal: np.ndarray
+    cpts: dict
+    objective: float = float("nan")
+    n_iter: int = 0
+    converged: bool = True
+    extras: dict = field(default_factory=dict)
+
+
+def check_frame_dtypes(X, allowed, estimator):
+    """Reject DataFrame columns whose dtype the estimator cannot read, naming them."""
+    if not isinstance(X, pd.DataFrame):
+        return
+    for name, dtype in X.dtypes.items():
+        kind = getattr(dtype, "kind", "O")
+        if kind not in allowed:
+            raise TypeError(
+                f"{estimator} cannot read column {name!r} of dtype {dtype}: convert it first "
+                "(e.g. dates to numbers or categories)."
+            )
 
 
 class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
-    """Base class of the latent tree estimators (see the module docstring)."""
+    """Base class of the discrete latent tree estimators (see the module docstring)."""
 
     _parameter_constraints: dict = {
         "n_hidden_states": [Interval(Integral, 1, None, closed="left")],
         "tree": "no_validation",  # LatentTree, edge list, Newick string or networkx graph
         "structure": [StrOptions(set(STRUCTURE_METHODS))],
+        "categories": [StrOptions({"auto"}), list],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
         "n_jobs": [None, Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -74,7 +118,11 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         n_hidden_states=2,
         *,
         tree=None,
-        structure="nj",
+        structure="auto",
+        categories="auto",
+        alpha=0.5,
+        max_iter=100,
+        tol=1e-4,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -82,25 +130,25 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.n_hidden_states = n_hidden_states
         self.tree = tree
         self.structure = structure
+        self.categories = categories
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.tol = tol
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
-    #: fit on ``tree_.with_observed_leaves()`` (False: the estimator handles observed
-    #: internal nodes itself)
-    _fit_on_observed_leaves = True
-
-    # ------------------------------------------------------------------ hooks
-    @abstractmethod
-    def _fit_component(self, tree, moments, unseen_proba):
-        """Fit the parameters of one model from its moments."""
-
-    @abstractmethod
-    def _component_log_abs(self, params, codes):
-        """Return ``(sign, log |P_hat(x)|)`` for codes of shape ``(n_features, N)``."""
+    # ------------------------------------------------------------------ hook
+    def _initial_parameters(self, tree, moments, rng):
+        """Explicit starting point ``(root_marginal, cpts, extras)`` on ``tree``."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ validation
+    #: numpy dtype kinds of DataFrame columns the estimator reads
+    _allowed_kinds = "biufOSUb"
+
     def _validate_X(self, X, reset):
+        check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
         return validate_data(
             self,
             X,
@@ -110,62 +158,109 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             ensure_min_samples=1,
         )
 
-    def _fit_encoding(self, X, sample_weight):
-        """Learn the per-column encoding (categories) and return the encoded data."""
-        self._encoder = CategoricalEncoder()
-        codes = self._encoder.fit_transform(X)
+    def _fit_encoding(self, X, declared, sample_weight=None):
+        """Learn the categories (given, declared by pandas, or observed) and encode ``X``."""
+        given = self.categories
+        if isinstance(given, str):
+            given = declared
+        self._encoder = CategoricalEncoder("auto" if given is None else given)
+        if sample_weight is not None and not np.all(sample_weight > 0):
+            # a row of weight zero is a row left out: its values are not categories
+            self._encoder.fit(X[sample_weight > 0])
+            codes = self._encoder.transform(X)
+        else:
+            codes = self._encoder.fit_transform(X)
         self.categories_ = self._encoder.categories_
-        n_states = self._encoder.n_states_
-        if self.n_hidden_states > n_states.max():
-            raise ValueError(
-                f"n_hidden_states={self.n_hidden_states} exceeds the number of categories of "
-                f"every column (at most {n_states.max()}): the hidden variables cannot have "
-                "more states than the observed variables."
-            )
         return codes
 
     def _encode(self, X):
         return self._encoder.transform(X)
 
-    def _moments(self, data, sample_weight):
-        """The moment object of ``data`` under one weighting of the rows."""
-        return MomentEstimator(data, self._encoder.n_states_, sample_weight, n_jobs=self.n_jobs)
+    def _moments(self, codes, sample_weight):
+        return MomentEstimator(codes, self._encoder.n_states_, sample_weight, n_jobs=self.n_jobs)
 
-    def _floor_model(self, moments):
-        """Smoothed column marginals (one pseudo-count over the categories + "unseen") and
-        the likelihood of an unseen category per column."""
-        log_marginals, unseen = [], []
-        for counts, total in moments.singleton_counts():
-            alpha = 1.0 / (counts.size + 1)
-            denom = total + 1.0
-            eps = alpha / denom
-            log_marginals.append(np.log(np.concatenate([(counts + alpha) / denom, [1.0, eps]])))
-            unseen.append(eps)
-        return log_marginals, np.asarray(unseen)
-
-    def _log_floor(self, floor, codes):
-        """Log-likelihood of every row under the independence model of the floor."""
-        return _independence_log_likelihood(floor, codes)
-
-    def _resolve_tree(self, moments, n_features, n_samples):
-        names = getattr(self, "feature_names_in_", None)
-        names = None if names is None else [str(f) for f in names]
-        tree = self._build_tree(moments, n_features, n_samples, names)
-        root = tree.root if tree.is_hidden(tree.root) else None
-        return LatentTree(tree.edges, n_features, root=root, feature_names=names)
-
-    def _build_tree(self, moments, n_features, n_samples, names):
-        """The given tree, or one learned with ``structure`` (hook for subclasses)."""
-        if self.tree is not None:
-            return LatentTree.coerce(
-                self.tree, n_features, feature_names=names, observed_leaves_only=False
-            )
-        if self.structure == "star":
-            return LatentTree.star(n_features)
-        if self.structure == "quartet":
+    # ------------------------------------------------------------------ structure
+    def _build_tree(self, moments, method):
+        """A tree over the columns of ``moments`` learned with ``method``."""
+        d = len(moments.n_states)
+        if method == "star" or d == 1:
+            return LatentTree.star(d)
+        if method == "chow_liu":
+            return chow_liu(mutual_information(moments))
+        if method == "quartet":
             return learn_tree_quartets(moments, self.n_hidden_states)[0]
         D = spectral_distance(moments, self.n_hidden_states)
-        return learn_tree(D, self.structure, n_samples=n_samples)
+        return learn_tree(D, method, n_samples=moments.sample_weight.sum())
+
+    def _learn_tree(self, moments, method):
+        """:meth:`_build_tree` on the informative columns (at least two categories); the
+        others carry no information (a factor of one) and hang off the root as leaves."""
+        d = len(moments.n_states)
+        informative = np.flatnonzero(moments.n_states >= 2)
+        if informative.size == d or informative.size < 2:
+            return self._build_tree(moments, method)
+        sub = moments.subset(informative)
+        tree = self._build_tree(sub, method)
+        return _attach_columns(tree, informative, d)
+
+    def _resolve_tree(self, moments):
+        """The given tree, or one learned (or selected) from the data; rooted at its
+        centre."""
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else [str(f) for f in names]
+        d = len(moments.n_states)
+        given, method = self._structure_spec()
+        self.structure_scores_ = {}
+        if given is not None:
+            tree = LatentTree.coerce(given, d, feature_names=names, observed_leaves_only=False)
+            self.structure_ = "given"
+        elif method == "auto":
+            self.structure_ = self._select_structure(moments)
+            tree = self._learn_tree(moments, self.structure_)
+        else:
+            self.structure_ = method
+            tree = self._learn_tree(moments, method)
+        return LatentTree(tree.edges, d, feature_names=names)
+
+    def _structure_spec(self):
+        """``(given tree or None, structure method)``."""
+        return self.tree, self.structure
+
+    def _auto_candidates(self):
+        return AUTO_CANDIDATES
+
+    def _select_structure(self, moments):
+        """``structure="auto"``: the candidate with the best held-out log-likelihood.
+
+        A random ``_VALIDATION_SHARE`` of the rows (at most ``_SELECTION_MAX_VALIDATION``)
+        is held out; every candidate structure is learned and fitted on the other rows (at
+        most ``_SELECTION_MAX_TRAIN``) and scored on the held-out ones.
+        """
+        rng = check_random_state(self.random_state)
+        rows = np.flatnonzero(moments.sample_weight > 0)
+        candidates = self._auto_candidates()
+        if rows.size < 10:
+            return candidates[0]
+        rows = rng.permutation(rows)
+        n_val = min(max(2, int(round(_VALIDATION_SHARE * rows.size))), _SELECTION_MAX_VALIDATION)
+        val, train = rows[:n_val], rows[n_val:][:_SELECTION_MAX_TRAIN]
+        train_moments = moments.rows(train)
+        val_codes = moments.codes[:, val]
+        val_w = moments.sample_weight[val]
+        unseen = self._unseen_proba(train_moments)
+        scores = {}
+        for name in candidates:
+            tree = self._learn_tree(train_moments, name)
+            tree = LatentTree(tree.edges, tree.n_observed)
+            fitted = self._fit_parameters(tree, train_moments, rng)
+            ll = self._model_log_likelihood(fitted, val_codes, unseen)
+            scores[name] = float(np.average(ll, weights=val_w))
+        self.structure_scores_ = scores
+        best = max(candidates, key=lambda c: scores[c])
+        if self.verbose:
+            text = ", ".join(f"{c} {s:.4f}" for c, s in scores.items())
+            print(f"structure='auto': held-out log-likelihood per row {text}; chose {best!r}")
+        return best
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -175,170 +270,133 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Categorical data: ints, strings, whole-number floats or pandas categoricals;
-            NaN/None marks a missing entry.
-        y : array-like of shape (n_samples,), default=None
-            Class labels. When given, one latent tree model is fitted per class (on the
-            same tree) together with the class prior, and ``predict_proba``/``predict``
-            classify by per-class likelihoods.
+            Categorical data: ints, bools, strings, whole-number floats or pandas
+            categoricals (whose declared categories are kept); NaN/None marks a missing
+            entry.
+        y : None
+            Ignored (a density estimator). For classification by per-class likelihoods
+            use :class:`~ltm_sklearn.LatentTreeClassifier`.
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights.
 
         Returns
         -------
         self
         """
+        declared = declared_categories(X)
         X = self._validate_X(X, reset=True)
-        n_samples, n_features = X.shape
-        if n_samples < 2:
-            raise ValueError(
-                f"{type(self).__name__} estimates moments from data and needs at least 2 "
-                f"samples; got {n_samples} sample."
-            )
-        if y is not None:
-            y = column_or_1d(y, warn=True)
-            if y.shape[0] != n_samples:
-                raise ValueError(
-                    f"X has {n_samples} rows but y has {y.shape[0]} labels: they must match."
-                )
-            check_classification_targets(y)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=float)
-        if np.any(sample_weight < 0):
-            raise ValueError("sample_weight must be non-negative.")
+        sample_weight = _check_sample_weight(
+            sample_weight, X, dtype=float, ensure_non_negative=True
+        )
         if sample_weight.sum() <= 0:
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
-
-        data = self._fit_encoding(X, sample_weight)
-        pooled = self._moments(data, sample_weight)
-        self.tree_ = self._resolve_tree(pooled, n_features, n_samples)
-
-        # observed internal nodes become leaves under hidden copies (see LatentTree)
-        fit_tree = self.tree_.with_observed_leaves() if self._fit_on_observed_leaves else self.tree_
-        if y is None:
-            self.components_ = [self._fit_one(fit_tree, pooled)]
-            for attr in ("classes_", "class_prior_"):
-                if hasattr(self, attr):
-                    delattr(self, attr)
-        else:
-            self.classes_, y_idx = np.unique(y, return_inverse=True)
-            weights = np.array([sample_weight[y_idx == c].sum() for c in range(len(self.classes_))])
-            self.class_prior_ = weights / weights.sum()
-            self.components_ = [
-                self._fit_one(
-                    fit_tree, self._moments(data, np.where(y_idx == c, sample_weight, 0.0))
-                )
-                for c in range(len(self.classes_))
-            ]
-        self._after_fit()
+        codes = self._fit_encoding(X, declared, sample_weight)
+        moments = self._moments(codes, sample_weight)
+        self.unseen_proba_ = self._unseen_proba(moments)
+        rng = check_random_state(self.random_state)
+        self.tree_ = self._resolve_tree(moments)
+        fitted = self._fit_parameters(self.tree_, moments, rng)
+        self._set_fitted(fitted)
+        if not fitted.converged:
+            warnings.warn(
+                f"EM did not converge in max_iter={self.max_iter} iterations (tol="
+                f"{self.tol}); increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
         return self
 
-    def _after_fit(self):
-        """Hook: set estimator-specific fitted attributes from ``components_``."""
+    def _unseen_proba(self, moments):
+        return np.array([1.0 / (c.size + t + 1.0) for c, t in moments.singleton_counts()])
 
-    def _fit_one(self, tree, moments):
-        floor, unseen = self._floor_model(moments)
-        params = self._fit_component(tree, moments, unseen)
-        return _Component(params=params, floor=floor)
+    def _fit_parameters(self, tree, moments, rng):
+        """Explicit starting point (:meth:`_initial_parameters`) polished by EM."""
+        root, cpts, extras = self._initial_parameters(tree, moments, rng)
+        return self._polish(tree, moments, root, cpts, extras, rng)
+
+    def _polish(self, tree, moments, root, cpts, extras, rng=None):
+        from ._em import fit_em, unique_rows
+        from .tensor import expand_states
+
+        root, cpts = expand_states(
+            tree, root, cpts, self.n_hidden_states, random_state=rng, noise=0.05
+        )
+        codes, weights = unique_rows(moments.codes, moments.sample_weight)
+        evidence = CodeEvidence(codes, moments.n_states)
+        root, cpts, objective, n_iter, converged, _ = fit_em(
+            tree,
+            root,
+            cpts,
+            evidence,
+            weights,
+            alpha=self.alpha,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            verbose=self.verbose,
+        )
+        return FittedModel(tree, root, cpts, objective, n_iter, converged, extras)
+
+    def _set_fitted(self, fitted):
+        self.root_marginal_ = fitted.root_marginal
+        self.cpts_ = fitted.cpts
+        self.lower_bound_ = fitted.objective
+        self.n_iter_ = fitted.n_iter
+        self.converged_ = fitted.converged
+        for name, value in fitted.extras.items():
+            setattr(self, name, value)
 
     # ------------------------------------------------------------------ scoring
-    def _component_log_likelihood(self, comp, codes):
-        """Floored ``log P_hat(x)`` of one component and the number of floored rows."""
-        sign, logabs = self._component_log_abs(comp.params, codes)
-        log_floor = np.log(FLOOR_RATIO) + self._log_floor(comp.floor, codes)
-        keep = (sign > 0) & np.isfinite(logabs) & (logabs >= log_floor)
-        return np.where(keep, logabs, log_floor), int(np.sum(~keep))
+    def _model_log_likelihood(self, fitted, codes, unseen_proba):
+        ev = CodeEvidence(codes, self._encoder.n_states_, unseen_proba)
+        return log_likelihood(fitted.tree, fitted.root_marginal, fitted.cpts, ev)
 
-    def _class_log_likelihoods(self, codes):
-        """``(N, n_components)`` log-likelihoods and the number of floored entries."""
-        out, floored = [], 0
-        for comp in self.components_:
-            ll, nf = self._component_log_likelihood(comp, codes)
-            out.append(ll)
-            floored += nf
-        return np.column_stack(out), floored
-
-    def _log_density(self, codes):
-        ll, floored = self._class_log_likelihoods(codes)
-        if not self._is_supervised():
-            return ll[:, 0], floored
-        with np.errstate(divide="ignore"):
-            log_prior = np.log(self.class_prior_)
-        return logsumexp(ll + log_prior, axis=1), floored
-
-    def _is_supervised(self):
-        return hasattr(self, "classes_")
+    def _log_likelihood(self, codes):
+        fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
+        return self._model_log_likelihood(fitted, codes, self.unseen_proba_)
 
     def score_samples(self, X):
         """Log-likelihood ``log p(x)`` of each row; NaN entries are marginalised out.
-
-        In supervised mode this is the mixture ``log sum_c P(c) p(x | c)``. See the module
-        docstring for the floor applied to non-positive estimates; ``n_floored_`` holds the
-        number of rows it touched.
 
         Returns
         -------
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        codes = self._encode(self._validate_X(X, reset=False))
-        logp, floored = self._log_density(codes)
-        self.n_floored_ = floored
-        return logp
+        return self._log_likelihood(self._encode(self._validate_X(X, reset=False)))
 
     def score(self, X, y=None, sample_weight=None):
-        """Mean log-likelihood: ``log p(x)``, or ``log P(y) + log p(x | y)`` when the model
-        was fitted with labels and ``y`` is given (the density convention of scikit-learn,
-        so ``GridSearchCV`` selects ``n_hidden_states`` by held-out likelihood).
+        """Mean log-likelihood per row (weighted by ``sample_weight``): the density
+        convention of scikit-learn, so ``GridSearchCV`` selects ``n_hidden_states`` by
+        held-out likelihood.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights.
+
+        Returns
+        -------
+        float
         """
-        check_is_fitted(self)
-        if y is None or not self._is_supervised():
-            values = self.score_samples(X)
-        else:
-            codes = self._encode(self._validate_X(X, reset=False))
-            y = column_or_1d(y)
-            index = {c: i for i, c in enumerate(self.classes_)}
-            unknown = [v for v in np.unique(y) if v not in index]
-            if unknown:
-                raise ValueError(f"y holds labels {unknown[:5]} not seen in fit.")
-            y_idx = np.array([index[v] for v in y])
-            ll, self.n_floored_ = self._class_log_likelihoods(codes)
-            with np.errstate(divide="ignore"):
-                values = np.log(self.class_prior_[y_idx]) + ll[np.arange(len(y_idx)), y_idx]
+        values = self.score_samples(X)
+        if sample_weight is None:
+            return float(np.mean(values))
+        sample_weight = _check_sample_weight(
+            sample_weight, values.reshape(-1, 1), dtype=float, ensure_non_negative=True
+        )
+        if sample_weight.sum() <= 0:
+            raise ValueError("sample_weight sums to zero: the weighted mean is undefined.")
         return float(np.average(values, weights=sample_weight))
-
-    # ------------------------------------------------------------------ classification
-    def _check_supervised(self, method):
-        check_is_fitted(self)
-        if not self._is_supervised():
-            raise ValueError(
-                f"{method} needs class labels: this model was fitted without y. Fit with "
-                "fit(X, y) to get one latent tree per class and class posteriors."
-            )
-
-    def predict_log_proba(self, X):
-        """Log class posteriors ``log P(c | x)``; needs a model fitted with ``y``."""
-        self._check_supervised("predict_log_proba")
-        codes = self._encode(self._validate_X(X, reset=False))
-        ll, _ = self._class_log_likelihoods(codes)
-        with np.errstate(divide="ignore"):
-            joint = ll + np.log(self.class_prior_)
-        return joint - logsumexp(joint, axis=1, keepdims=True)
-
-    def predict_proba(self, X):
-        """Class posteriors ``P(c | x)`` by per-class likelihoods; rows sum to 1."""
-        return np.exp(self.predict_log_proba(X))
-
-    def predict(self, X):
-        """Most probable class of each row."""
-        log_proba = self.predict_log_proba(X)
-        return self.classes_[np.argmax(log_proba, axis=1)]
 
     # ------------------------------------------------------------------ queries
     def conditional_proba(self, X, target):
         """``P(X_target = v | observed entries of each row)`` for every category ``v``.
 
         The target column of ``X`` is ignored; NaN entries of the other columns are
-        marginalised out. Computed as the normalised ``exp(score_samples)`` of each row
-        completed with every category of the target, so it follows the same floor policy.
+        marginalised out.
 
         Parameters
         ----------
@@ -358,7 +416,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         for v in range(len(self.categories_[j])):
             filled = codes.copy()
             filled[j] = v
-            logs.append(self._log_density(filled)[0])
+            logs.append(self._log_likelihood(filled))
         logs = np.column_stack(logs)
         return np.exp(logs - logsumexp(logs, axis=1, keepdims=True))
 
@@ -375,26 +433,68 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             )
         return int(target)
 
+    def predict_hidden_proba(self, X):
+        """Posterior ``P(h | x)`` of every hidden node given each row.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_hidden_nodes, n_hidden_states)
+            Hidden nodes in the order of ``tree_.hidden_nodes``.
+        """
+        check_is_fitted(self)
+        codes = self._encode(self._validate_X(X, reset=False))
+        hidden = self.tree_.hidden_nodes
+        out = np.zeros((codes.shape[1], len(hidden), self.n_hidden_states))
+        if not hidden:
+            return out
+        ev = CodeEvidence(codes, self._encoder.n_states_, self.unseen_proba_)
+        post = hidden_posteriors(self.tree_, self.root_marginal_, self.cpts_, ev, hidden)
+        for t, h in enumerate(hidden):
+            out[:, t, : post[h].shape[1]] = post[h]
+        return out
+
+    def sample(self, n_samples=1, random_state=None):
+        """Draw rows from the fitted model.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            Values from ``categories_`` (object dtype when the columns hold non-numbers).
+        """
+        from .datasets import LatentTreeModel
+
+        check_is_fitted(self)
+        if not isinstance(n_samples, (Integral, np.integer)) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+        tree = self.tree_
+        n_states = np.empty(tree.n_nodes, dtype=np.int64)
+        n_states[tree.root] = len(self.root_marginal_)
+        for u, c in self.cpts_.items():
+            n_states[u] = c.shape[1]
+        model = LatentTreeModel(tree, n_states, self.root_marginal_, self.cpts_)
+        codes = model.sample(int(n_samples), random_state=random_state)
+        return self._encoder.inverse_transform(codes)
+
+    def _shared_params(self):
+        """Parameters that make per-class models of a classifier share this fit's tree."""
+        return {"tree": self.tree_}
+
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # A classifier when fitted with y (per-class likelihoods); score stays a likelihood.
-        tags.estimator_type = "classifier"
-        tags.classifier_tags = ClassifierTags()
-        tags.target_tags.required = False
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
         return tags
 
 
-def _independence_log_likelihood(log_marginals, codes):
-    out = np.zeros(codes.shape[1])
-    for j, table in enumerate(log_marginals):
-        c = codes[j].astype(np.int64)
-        n = table.size - 2
-        idx = np.where(c >= 0, c, np.where(c == MISSING, n, n + 1))
-        out += table[idx]
-    return out
-
-
-__all__ = ["BaseLatentTree", "FLOOR_RATIO"]
+def _attach_columns(tree, columns, d):
+    """Relabel ``tree`` (over ``columns`` of the data) to all ``d`` columns; the other
+    columns hang off the tree's root as leaves."""
+    m = len(columns)
+    others = [j for j in range(d) if j not in set(columns.tolist())]
+    relabel = {i: int(c) for i, c in enumerate(columns)}
+    relabel.update({u: d + (u - m) for u in range(m, tree.n_nodes)})
+    edges = [(relabel[u], relabel[v]) for u, v in tree.edges]
+    anchor = relabel[tree.root]
+    edges += [(anchor, j) for j in others]
+    return LatentTree(edges, d)

@@ -46,11 +46,12 @@ from sklearn.utils._param_validation import StrOptions
 
 from ._base import BaseLatentTree
 from ._spectral import (
+    ObservableMixin,
     best_linker_pair,
+    explicit_from_representation,
     fit_spectral,
     inverse_linker,
     nearest_candidates,
-    spectral_log_abs,
 )
 
 # Relative eigenvalue cutoff of the Gram matrices R^T R (singular values at 1e-6).
@@ -269,7 +270,7 @@ def fit_hierarchical(tree, moments, n_hidden_states, unseen_proba, linker="optim
 # ---------------------------------------------------------------------- estimator
 
 
-class HierarchicalTensorLTM(BaseLatentTree):
+class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     """Latent tree model by hierarchical low-rank tensor decomposition (papers/000).
 
     The joint table of the observed variables is decomposed recursively along the edges
@@ -280,6 +281,12 @@ class HierarchicalTensorLTM(BaseLatentTree):
     the spectral algorithm. With the ``"inverse"`` linker (Theorem 3) it is a spectral
     algorithm of papers/003's family; with ``k' = k`` both linkers reproduce the joint
     table exactly from exact moments, as :class:`SpectralLatentTree` does.
+
+    As in :class:`SpectralLatentTree`, the decomposition is the raw estimate
+    (``raw_estimate_``, :meth:`raw_log_abs`); a three-view tensor decomposition of its
+    marginals at every hidden node (papers/004) gives explicit tables on the simplex,
+    which EM polishes, and ``score_samples`` is the exact log-likelihood of that
+    normalised model.
 
     Parameters
     ----------
@@ -293,35 +300,28 @@ class HierarchicalTensorLTM(BaseLatentTree):
         being split).
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree; ``None`` learns it with ``structure``.
-    structure : {"nj", "rg", "clrg", "clnj", "star", "quartet"}, default="nj"
+    structure : {"auto", "chow_liu", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
+            default="auto"
         Structure learning when ``tree=None`` (see :class:`SpectralLatentTree`).
+    categories : "auto" or list, default="auto"
+    alpha : float, default=0.5
+    max_iter : int, default=100
+    tol : float, default=1e-4
+        As in :class:`SpectralLatentTree`.
     n_jobs : int, default=None
-        Row chunks processed in parallel when counting moments.
     random_state : int, RandomState instance or None, default=None
-        Unused (the algorithm is deterministic); kept for a uniform API.
     verbose : int, default=0
 
     Attributes
     ----------
-    tree_ : LatentTree
-    categories_ : list of list
-    classes_ : ndarray of shape (n_classes,)
-        Only when fitted with ``y``.
-    class_prior_ : ndarray of shape (n_classes,)
-        Only when fitted with ``y``.
-    components_ : list
-        Fitted decompositions, one per class (one without ``y``).
-    n_floored_ : int
-        Rows floored by the non-positive-estimate policy in the last ``score_samples``.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` has feature names.
+    tree_, root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, structure_,
+    structure_scores_, lower_bound_, n_iter_, converged_, n_features_in_, feature_names_in_
+        As in :class:`SpectralLatentTree`.
 
     Notes
     -----
     Rows with missing entries are left out of the unfoldings that fit ``M*`` (the pair
     and triple moments use every row); NaN entries are marginalised at scoring time.
-    Non-positive estimates follow the floor policy of :mod:`ltm_sklearn._base`.
 
     References
     ----------
@@ -355,7 +355,11 @@ class HierarchicalTensorLTM(BaseLatentTree):
         *,
         linker="optimal",
         tree=None,
-        structure="nj",
+        structure="auto",
+        categories="auto",
+        alpha=0.5,
+        max_iter=100,
+        tol=1e-4,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -364,19 +368,23 @@ class HierarchicalTensorLTM(BaseLatentTree):
             n_hidden_states,
             tree=tree,
             structure=structure,
+            categories=categories,
+            alpha=alpha,
+            max_iter=max_iter,
+            tol=tol,
             n_jobs=n_jobs,
             random_state=random_state,
             verbose=verbose,
         )
         self.linker = linker
 
-    def _fit_component(self, tree, moments, unseen_proba):
-        return fit_hierarchical(
-            tree, moments, self.n_hidden_states, unseen_proba, linker=self.linker
-        )
+    def _initial_parameters(self, tree, moments, rng):
+        def fit_raw(raw_tree, moments, k, unseen):
+            return fit_hierarchical(raw_tree, moments, k, unseen, linker=self.linker)
 
-    def _component_log_abs(self, params, codes):
-        return spectral_log_abs(params, codes)
+        return explicit_from_representation(
+            tree, moments, self.n_hidden_states, self._unseen_proba(moments), fit_raw, rng
+        )
 
 
 __all__ = [

@@ -1,99 +1,245 @@
 """Message passing with explicit conditional probability tables (CPTs).
 
-One upward pass (papers/003 eq. (9): ``m_i(x_parent) = sum_x P(x | x_parent) prod_j m_j(x)``),
-vectorised over rows, with per-node rescaling so that trees with hundreds of leaves do
-not underflow. Missing entries (code ``-1``) send an all-ones message; unseen categories
-(code ``-2``) send a constant small likelihood ``unseen_proba``.
+One upward pass (papers/003 eq. (9): ``m_u(x_parent) = sum_x P(x | x_parent) beta_u(x)``)
+and one downward pass serve exact scoring, EM's expected counts and hidden posteriors for
+every estimator. Messages are held feature-major, ``(n_states, n_rows)``, and the rows are
+processed in blocks of :data:`BLOCK_ROWS` (small working sets; blocks run in parallel
+threads with ``n_jobs``). Every internal message is rescaled to unit column sums and the
+log of the factor accumulated, so trees with hundreds of leaves do not underflow.
+
+Evidence of the observed nodes comes from an *evidence object* (:class:`CodeEvidence`
+for category codes, :class:`DenseEvidence` for arbitrary non-negative likelihood vectors):
+
+* ``message(u, cpt)`` - ``cpt @ e_u`` for every row, the message of an observed leaf;
+* ``evidence(u)`` - ``e_u``, the evidence vectors ``(n_u, n_rows)`` of an observed node;
+* ``leaf_counts(u, W)`` - ``W @ e_u^T``, what a leaf contributes to expected counts;
+* ``block(rows)`` - the same evidence restricted to a slice of rows.
+
+A missing entry (code ``-1``) sends an all-ones evidence vector (it is marginalised); a
+category never seen in training (code ``-2``) sends the constant ``unseen_proba``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 
 MISSING = -1
 UNSEEN = -2
 
+#: rows per block of the message passes
+BLOCK_ROWS = 16384
+#: rescale running products of sibling messages after this many factors
+_RESCALE_EVERY = 8
 
-def leaf_evidence(codes_j, n_states, unseen_proba=0.0):
-    """One-hot evidence rows, ``(N, n_states)``; missing rows are all ones."""
-    n = codes_j.shape[0]
-    ev = np.zeros((n, n_states))
-    seen = codes_j >= 0
-    ev[np.flatnonzero(seen), codes_j[seen]] = 1.0
-    ev[codes_j == MISSING] = 1.0
-    ev[codes_j == UNSEEN] = unseen_proba
-    return ev
-
-
-def observed_evidence(tree, n_states, codes, unseen_proba=None):
-    """One-hot evidence ``(N, n_u)`` of every observed node (all ones where missing)."""
-    ev = {}
-    for u in range(tree.n_observed):
-        miss = 0.0 if unseen_proba is None else unseen_proba[u]
-        ev[u] = leaf_evidence(codes[u], n_states[u], miss)
-    return ev
+__all__ = [
+    "MISSING",
+    "UNSEEN",
+    "CodeEvidence",
+    "DenseEvidence",
+    "log_likelihood",
+    "expected_counts",
+    "hidden_posteriors",
+]
 
 
-def node_sizes(tree, root_marginal, cpts):
-    """Number of states of every node, read from the CPT shapes."""
-    size = {u: c.shape[1] for u, c in cpts.items()}
-    size[tree.root] = root_marginal.shape[0]
-    return size
-
-
-def upward_pass(tree, root_marginal, cpts, evidence, keep=True):
-    """Upward message passing (papers/003 eq. (9)), vectorised over rows.
-
-    ``beta_u = evidence(u) * prod_children msg_c`` and ``msg_u = beta_u @ cpt_u^T``
-    rescaled to unit row sums, the scales accumulated per row in ``log_scale``.
+# ---------------------------------------------------------------------- evidence
+class CodeEvidence:
+    """Evidence of observed nodes given by category codes.
 
     Parameters
     ----------
-    evidence : dict node -> ndarray of shape (N, n_u), or callable node -> ndarray
-        Evidence of the observed nodes; hidden nodes have none.
-    keep : bool, default=True
-        Keep every ``beta`` and ``msg`` (needed by a downward pass); ``False`` frees each
-        message once its parent has used it.
-
-    Returns
-    -------
-    dict with ``lik`` (N,) the root sum (``P(x) = lik * exp(log_scale)``), ``log_scale``,
-    and with ``keep=True`` the dicts ``ev``, ``beta``, ``msg``.
+    codes : ndarray of shape (n_observed, n_rows)
+        ``0..n_states[u]-1``, ``-1`` missing, ``-2`` unseen.
+    n_states : array-like of int, shape (n_observed,)
+    unseen_proba : array-like of shape (n_observed,), default=None
+        Likelihood of an unseen category given any state of the parent (0 if ``None``).
     """
-    get = evidence if callable(evidence) else evidence.get
-    ev, beta, msg = {}, {}, {}
-    log_scale = None
+
+    def __init__(self, codes, n_states, unseen_proba=None, _index=None):
+        self.n_states = np.asarray(n_states, dtype=np.int64)
+        d = len(self.n_states)
+        self.unseen = np.zeros(d) if unseen_proba is None else np.asarray(unseen_proba, float)
+        if _index is None:
+            codes = np.asarray(codes)
+            n = self.n_states[:, None]
+            # column of the augmented table [states | missing | unseen] read by each entry
+            _index = np.where(codes >= 0, codes, np.where(codes == MISSING, n, n + 1))
+            _index = _index.astype(np.intp)
+        self.index = _index
+
+    @property
+    def n_rows(self):
+        return self.index.shape[1]
+
+    def block(self, rows):
+        return CodeEvidence(None, self.n_states, self.unseen, _index=self.index[:, rows])
+
+    def _augment(self, u, table):
+        total = table.sum(axis=1, keepdims=True)
+        return np.hstack([table, total, self.unseen[u] * total])
+
+    def message(self, u, cpt):
+        return np.take(self._augment(u, cpt), self.index[u], axis=1)
+
+    def evidence(self, u):
+        return np.take(self._augment(u, np.eye(int(self.n_states[u]))), self.index[u], axis=1)
+
+    def leaf_counts(self, u, W):
+        n = int(self.n_states[u])
+        idx = self.index[u]
+        T = np.stack([np.bincount(idx, weights=row, minlength=n + 2) for row in W])
+        return T[:, :n] + T[:, n : n + 1] + self.unseen[u] * T[:, n + 1 :]
+
+
+class DenseEvidence:
+    """Evidence given as non-negative likelihood vectors per observed node.
+
+    Parameters
+    ----------
+    vectors : dict node -> ndarray of shape (n_rows, n_u)
+        ``e_u[r, x] = p(observation of row r | X_u = x)`` (any common scale per row).
+    """
+
+    def __init__(self, vectors):
+        self.vectors = vectors
+
+    @property
+    def n_rows(self):
+        return next(iter(self.vectors.values())).shape[0]
+
+    def block(self, rows):
+        return DenseEvidence({u: v[rows] for u, v in self.vectors.items()})
+
+    def message(self, u, cpt):
+        return cpt @ self.vectors[u].T
+
+    def evidence(self, u):
+        return np.ascontiguousarray(self.vectors[u].T)
+
+    def leaf_counts(self, u, W):
+        return W @ self.vectors[u]
+
+
+# ---------------------------------------------------------------------- passes
+def _rows(n, n_jobs):
+    n_blocks = max(1, -(-n // BLOCK_ROWS))
+    bounds = np.linspace(0, n, n_blocks + 1).astype(int)
+    return [slice(bounds[i], bounds[i + 1]) for i in range(n_blocks)], effective_n_jobs(n_jobs)
+
+
+def _map_blocks(func, evidence, weights, n_jobs, *args):
+    blocks, jobs = _rows(evidence.n_rows, n_jobs)
+    calls = (
+        delayed(func)(evidence.block(s), None if weights is None else weights[s], *args)
+        for s in blocks
+    )
+    if jobs == 1 or len(blocks) == 1:
+        return [c[0](*c[1], **c[2]) for c in calls]
+    return Parallel(n_jobs=n_jobs, prefer="threads")(calls)
+
+
+def _rescale(b, log_scale):
+    s = b.max(axis=0)
+    s = np.where(s > 0, s, 1.0)
+    b /= s
+    log_scale += np.log(s)
+
+
+def _upward(tree, root_marginal, cpts, ev, keep):
+    """Upward pass on one block: ``(lik, log_scale, beta, msg)``.
+
+    ``beta[u]`` (internal nodes, ``keep=True``) is the evidence of ``u`` times its children's
+    messages; ``msg[u]`` the rescaled message to the parent. ``P(x) = lik * exp(log_scale)``.
+    """
+    n = ev.n_rows
+    log_scale = np.zeros(n)
+    beta, msg = {}, {}
+    lik = None
     for u in tree.postorder:
-        e = get(u) if u < tree.n_observed else None
-        children = tree.children[u]
-        if children:
-            first = msg[children[0]] if keep else msg.pop(children[0])
-            b = first * e if e is not None else first.copy()
-            for c in children[1:]:
+        kids = tree.children[u]
+        observed = u < tree.n_observed
+        if not kids:
+            if u != tree.root:
+                if not observed:
+                    raise ValueError(f"Hidden node {u} is a leaf: it carries no information.")
+                msg[u] = ev.message(u, cpts[u])
+                continue
+            b = ev.evidence(u)
+        else:
+            b = (msg[kids[0]] if keep else msg.pop(kids[0])).copy()
+            for t, c in enumerate(kids[1:], start=1):
                 b *= msg[c] if keep else msg.pop(c)
-        elif e is None:
-            raise ValueError(f"Hidden node {u} is a leaf: it carries no information.")
-        else:
-            b = e
-        if log_scale is None:
-            log_scale = np.zeros(b.shape[0])
+                if t % _RESCALE_EVERY == 0:
+                    _rescale(b, log_scale)
+            if observed:
+                b *= ev.evidence(u)
         if keep:
-            ev[u], beta[u] = e, b
-        if u != tree.root:
-            m = b @ cpts[u].T
-            s = m @ np.ones(m.shape[1])  # messages are non-negative: row sums, via BLAS
-            s = np.where(s > 0, s, 1.0)
-            msg[u] = m / s[:, None]
-            log_scale += np.log(s)
-        else:
-            lik = b @ root_marginal
-    out = {"lik": lik, "log_scale": log_scale}
-    if keep:
-        out.update(ev=ev, beta=beta, msg=msg)
+            beta[u] = b
+        if u == tree.root:
+            lik = root_marginal @ b
+            break
+        m = cpts[u] @ b
+        s = m.sum(axis=0)
+        s = np.where(s > 0, s, 1.0)
+        m /= s
+        log_scale += np.log(s)
+        msg[u] = m
+    return lik, log_scale, beta, msg
+
+
+def _excluding_each(base, msgs):
+    """``base * prod_{j != i} msgs[j]`` for every ``i`` (prefix and suffix products,
+    rescaled column-wise: only ratios over the parent's states matter)."""
+    k = len(msgs)
+    prefix = [base]
+    for m in msgs[:-1]:
+        p = prefix[-1] * m
+        if len(msgs) > _RESCALE_EVERY:
+            p /= np.where((s := p.max(axis=0)) > 0, s, 1.0)
+        prefix.append(p)
+    out = [None] * k
+    suffix = None
+    for i in range(k - 1, -1, -1):
+        out[i] = prefix[i] if suffix is None else prefix[i] * suffix
+        suffix = msgs[i] if suffix is None else suffix * msgs[i]
+        if len(msgs) > _RESCALE_EVERY:
+            suffix = suffix / np.where((s := suffix.max(axis=0)) > 0, s, 1.0)
     return out
 
 
-def cpt_log_likelihood(tree, root_marginal, cpts, codes, unseen_proba=None):
+def _downward(tree, root_marginal, cpts, ev, beta, msg):
+    """Yield ``(c, excl_c, alpha_c)`` for every non-root node in preorder.
+
+    ``excl_c(x_p)`` is what everything outside the subtree of ``c`` says about its parent
+    ``p`` (up to a per-row scale); ``alpha_c = cpt_c^T excl_c`` (rescaled) is the outside
+    message of ``c`` (``None`` for leaves).
+    """
+    n = ev.n_rows
+    alpha = {tree.root: np.repeat(root_marginal[:, None], n, axis=1)}
+    for p in tree.preorder:
+        kids = tree.children[p]
+        if not kids:
+            continue
+        base = alpha.pop(p)
+        if p < tree.n_observed:
+            base = base * ev.evidence(p)
+        for c, excl in zip(kids, _excluding_each(base, [msg[c] for c in kids])):
+            a = None
+            if tree.children[c]:
+                a = cpts[c].T @ excl
+                a /= np.where((s := a.sum(axis=0)) > 0, s, 1.0)
+                alpha[c] = a
+            yield c, excl, a
+
+
+def _log_likelihood_block(ev, _, tree, root_marginal, cpts):
+    lik, log_scale, _, _ = _upward(tree, root_marginal, cpts, ev, keep=False)
+    with np.errstate(divide="ignore"):
+        return np.log(lik) + log_scale
+
+
+def log_likelihood(tree, root_marginal, cpts, evidence, n_jobs=None):
     """Exact ``log P(x_observed)`` of each row under a latent tree with explicit CPTs.
 
     Parameters
@@ -103,21 +249,79 @@ def cpt_log_likelihood(tree, root_marginal, cpts, codes, unseen_proba=None):
     root_marginal : ndarray of shape (k_root,)
     cpts : dict node -> ndarray of shape (n_states[parent], n_states[node])
         Row-stochastic ``P(X_node | X_parent)`` for every non-root node.
-    codes : ndarray of shape (n_observed, N)
-        Category codes per observed column, ``-1`` for missing, ``-2`` for unseen.
-    unseen_proba : array-like of shape (n_observed,), default=None
-        Likelihood ``P(unseen value | parent)`` used for code ``-2``.
+    evidence : CodeEvidence or DenseEvidence
+    n_jobs : int, default=None
+        Blocks of rows processed in parallel threads.
 
     Returns
     -------
-    ndarray of shape (N,)
+    ndarray of shape (n_rows,)
     """
-    size = node_sizes(tree, root_marginal, cpts)
+    parts = _map_blocks(_log_likelihood_block, evidence, None, n_jobs, tree, root_marginal, cpts)
+    return np.concatenate(parts) if parts else np.zeros(0)
 
-    def evidence(u):  # built lazily, one column at a time
-        up = 0.0 if unseen_proba is None else unseen_proba[u]
-        return leaf_evidence(codes[u], size[u], up)
 
-    out = upward_pass(tree, root_marginal, cpts, evidence, keep=False)
+def _counts_block(ev, w, tree, root_marginal, cpts):
+    lik, log_scale, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
     with np.errstate(divide="ignore"):
-        return np.log(out["lik"]) + out["log_scale"]
+        loglik = np.log(lik) + log_scale
+    ok = lik > 0
+    w = np.where(ok, w, 0.0)
+    root_counts = root_marginal * (beta[tree.root] @ (w / np.where(ok, lik, 1.0)))
+    edge_counts = {}
+    for c, excl, _ in _downward(tree, root_marginal, cpts, ev, beta, msg):
+        inner = tree.children[c]
+        m = cpts[c] @ beta[c] if inner else msg[c]  # the message of c before rescaling
+        z = np.einsum("ij,ij->j", excl, m)
+        W = excl * (w / np.where(z > 0, z, np.inf))
+        stats = W @ beta[c].T if inner else ev.leaf_counts(c, W)
+        edge_counts[c] = cpts[c] * stats
+    return loglik, root_counts, edge_counts
+
+
+def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None):
+    """E-step: per-row log-likelihood and expected sufficient statistics.
+
+    Returns
+    -------
+    loglik : ndarray of shape (n_rows,)
+    root_counts : ndarray of shape (k_root,)
+        ``sum_r w_r P(x_root | row r)``.
+    edge_counts : dict node -> ndarray of shape (k_parent, k_node)
+        ``sum_r w_r P(x_parent, x_node | row r)`` for every non-root node.
+    """
+    weights = np.asarray(weights, dtype=float)
+    parts = _map_blocks(_counts_block, evidence, weights, n_jobs, tree, root_marginal, cpts)
+    loglik = np.concatenate([p[0] for p in parts])
+    root_counts = sum(p[1] for p in parts)
+    edge_counts = {u: sum(p[2][u] for p in parts) for u in parts[0][2]}
+    return loglik, root_counts, edge_counts
+
+
+def _posterior_block(ev, _, tree, root_marginal, cpts, nodes):
+    lik, _, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
+    alpha = {tree.root: np.repeat(root_marginal[:, None], ev.n_rows, axis=1)}
+    wanted = set(nodes)
+    for c, _, a in _downward(tree, root_marginal, cpts, ev, beta, msg):
+        if c in wanted:
+            alpha[c] = a
+    out = {}
+    for u in nodes:
+        q = alpha[u] * beta[u]
+        s = q.sum(axis=0)
+        out[u] = np.where(s > 0, q / np.where(s > 0, s, 1.0), 1.0 / q.shape[0]).T
+    return out
+
+
+def hidden_posteriors(tree, root_marginal, cpts, evidence, nodes=None, n_jobs=None):
+    """Posterior ``P(x_u | row)`` of internal nodes (default: the hidden ones).
+
+    Returns a dict node -> ndarray of shape ``(n_rows, k_u)``; rows of probability zero
+    get a uniform posterior.
+    """
+    nodes = tree.hidden_nodes if nodes is None else list(nodes)
+    leaves = [u for u in nodes if not tree.children[u] and u != tree.root]
+    if leaves:
+        raise ValueError(f"Posteriors are computed for internal nodes; {leaves[:5]} are leaves.")
+    parts = _map_blocks(_posterior_block, evidence, None, n_jobs, tree, root_marginal, cpts, nodes)
+    return {u: np.vstack([p[u] for p in parts]) for u in nodes}

@@ -29,15 +29,17 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._base import BaseLatentTree
+from ._base import BaseLatentTree, FittedModel
 from ._spectral import fit_spectral, spectral_log_abs
 from .moments import KernelMoments, RBFFeatureMap
 from .structure import gaussian_distance, kernel_distance, learn_tree, nonparanormal_distance
 from .tree import LatentTree
+
+#: non-positive estimates are floored at this multiple of the smoothed independence model
+FLOOR_RATIO = 1e-3
 
 __all__ = ["KernelLatentTree", "KernelEvaluation"]
 
@@ -93,9 +95,9 @@ class KernelLatentTree(BaseLatentTree):
     median-distance bandwidth; the tree is learned by neighbor joining on the kernel tree
     metric (papers/002 eq. (12)) and the parameters by the spectral algorithm of its
     section 4.3 on the covariance operators of these features, which gives a smoothed
-    density estimate that follows the latent tree (see the module docstring). Fitted with
-    ``y``, one density per class (on one shared tree) and the class prior classify by
-    per-class likelihoods.
+    density estimate that follows the latent tree (see the module docstring). For
+    classification by per-class densities, wrap it in
+    :class:`~ltm_sklearn.LatentTreeClassifier`.
 
     Parameters
     ----------
@@ -123,6 +125,10 @@ class KernelLatentTree(BaseLatentTree):
     bandwidth_scale : float, default=1.0
         Multiplies every column's median-distance bandwidth (1 is the paper's heuristic;
         smaller values smooth less and need more components).
+    bandwidth : array-like of shape (n_features,), default=None
+        Per-column bandwidths to use instead (``bandwidth_scale`` is then ignored), e.g.
+        those of another fit (``feature_map_.bandwidths_``), so that several models
+        smooth alike (:class:`~ltm_sklearn.LatentTreeClassifier` shares them this way).
     n_jobs : int, default=None
         Unused (moments are single GEMMs, parallel through BLAS); kept for a uniform API.
     random_state : int, RandomState instance or None, default=None
@@ -134,10 +140,8 @@ class KernelLatentTree(BaseLatentTree):
     tree_ : LatentTree
     feature_map_ : RBFFeatureMap
         Bandwidths, landmarks and Nystroem projections of every column.
-    classes_, class_prior_ : ndarray
-        Only when fitted with ``y``.
-    components_ : list
-        Fitted observable representations, one per class (one without ``y``).
+    raw_estimate_ : SpectralParams
+        The fitted observable representation.
     n_floored_ : int
         Rows floored in the last ``score_samples`` (or conditional means that fell back to
         the marginal mean in the last ``conditional_mean``).
@@ -151,7 +155,7 @@ class KernelLatentTree(BaseLatentTree):
     to exactly one over all columns (the integrals of the feature maps are exact); where
     it is not positive it is floored at ``1e-3`` times the independence model of the
     columns' smoothed marginals, Gaussians with their weighted mean and variance plus
-    ``h_j^2`` (see :mod:`ltm_sklearn._base`).
+    ``h_j^2``. Unlike the discrete estimators this is not yet an explicit normalised model.
 
     References
     ----------
@@ -178,10 +182,15 @@ class KernelLatentTree(BaseLatentTree):
     """
 
     _parameter_constraints: dict = {
-        **BaseLatentTree._parameter_constraints,
+        **{
+            key: value
+            for key, value in BaseLatentTree._parameter_constraints.items()
+            if key not in ("categories", "alpha", "max_iter", "tol")
+        },
         "structure": [StrOptions(set(KERNEL_STRUCTURES))],
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "bandwidth_scale": [Interval(Real, 0, None, closed="neither")],
+        "bandwidth": ["array-like", None],
     }
 
     def __init__(
@@ -192,20 +201,20 @@ class KernelLatentTree(BaseLatentTree):
         structure="nj",
         n_components=50,
         bandwidth_scale=1.0,
+        bandwidth=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
     ):
-        super().__init__(
-            n_hidden_states,
-            tree=tree,
-            structure=structure,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-        )
+        self.n_hidden_states = n_hidden_states
+        self.tree = tree
+        self.structure = structure
         self.n_components = n_components
         self.bandwidth_scale = bandwidth_scale
+        self.bandwidth = bandwidth
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit the kernel latent tree density.
@@ -214,8 +223,8 @@ class KernelLatentTree(BaseLatentTree):
         ----------
         X : array-like of shape (n_samples, n_features)
             Continuous (numeric) data; NaN marks a missing entry (available-case moments).
-        y : array-like of shape (n_samples,), default=None
-            Class labels: one density per class on one shared tree, plus the class prior.
+        y : None
+            Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
 
         Returns
@@ -225,75 +234,100 @@ class KernelLatentTree(BaseLatentTree):
         return super().fit(X, y, sample_weight)
 
     # ------------------------------------------------------------------ data hooks
+    _allowed_kinds = "biuf"
+
     def _validate_X(self, X, reset):
         try:
-            return validate_data(
-                self,
-                X,
-                reset=reset,
-                dtype=np.float64,
-                ensure_all_finite="allow-nan",
-                ensure_min_samples=1,
-            )
+            return super()._validate_X(X, reset)
         except (TypeError, ValueError) as exc:
             text = str(exc)
-            if "convert" in text or "argument must be" in text:
+            if "convert" in text or "argument must be" in text or "cannot read column" in text:
                 raise TypeError(
                     f"{type(self).__name__} models continuous columns and needs numeric X: "
-                    f"{text}. Encode categorical columns first, or use a discrete estimator "
+                    f"{text} Encode categorical columns first, or use a discrete estimator "
                     "such as SpectralLatentTree."
                 ) from exc
             raise
 
-    def _fit_encoding(self, X, sample_weight):
-        self.feature_map_ = RBFFeatureMap(self.n_components, self.bandwidth_scale)
+    def _fit_encoding(self, X, declared, sample_weight=None):
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{type(self).__name__} models continuous columns and needs numeric X: "
+                f"{exc}. Encode categorical columns first, or use a discrete estimator "
+                "such as SpectralLatentTree."
+            ) from exc
+        bandwidths = None
+        if self.bandwidth is not None:
+            bandwidths = np.asarray(self.bandwidth, dtype=float).ravel()
+            if bandwidths.shape != (X.shape[1],) or not np.all(bandwidths > 0):
+                raise ValueError(
+                    f"bandwidth must hold {X.shape[1]} positive values (one per column), "
+                    f"got {self.bandwidth!r}."
+                )
+        self.feature_map_ = RBFFeatureMap(self.n_components, self.bandwidth_scale, bandwidths)
         self.feature_map_.fit(X, sample_weight)
         return _KernelData(X, self.feature_map_.transform(X))
 
     def _encode(self, X):
-        return KernelEvaluation(self.feature_map_, X)
+        return KernelEvaluation(self.feature_map_, np.asarray(X, dtype=np.float64))
 
     def _moments(self, data, sample_weight):
         return KernelMoments(self.feature_map_, data.X, sample_weight, features=data.features)
 
+    def _unseen_proba(self, moments):
+        return np.zeros(moments.X.shape[1])
+
     def _floor_model(self, moments):
         mean, var = moments.column_moments()
-        var = var + np.square(self.feature_map_.bandwidths_)  # the smoothed marginal
-        return (mean, var), np.zeros(mean.size)
+        return mean, var + np.square(self.feature_map_.bandwidths_)  # the smoothed marginal
 
-    def _log_floor(self, floor, data):
-        mean, var = floor
+    def _log_floor(self, data):
+        mean, var = self.floor_
         X = data.X
         logp = -0.5 * (X - mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)
         return np.where(np.isnan(X), 0.0, logp).sum(axis=1)
 
-    def _build_tree(self, moments, n_features, n_samples, names):
-        if self.tree is not None:
-            return super()._build_tree(moments, n_features, n_samples, names)
-        if self.structure == "star":
+    # ------------------------------------------------------------------ structure
+    def _learn_tree(self, moments, method):
+        n_features = moments.X.shape[1]
+        if method == "star":
             return LatentTree.star(n_features)
-        method = "nj"
-        if self.structure in ("gaussian", "nonparanormal"):
+        if method in ("gaussian", "nonparanormal"):
             X = moments.X[~np.isnan(moments.X).any(axis=1)]
             if X.shape[0] < 3:
                 raise ValueError(
-                    f"structure={self.structure!r} needs complete rows and X has "
+                    f"structure={method!r} needs complete rows and X has "
                     f"{X.shape[0]}; the kernel-metric structures (e.g. 'nj') handle "
                     "missing entries."
                 )
-            metric = gaussian_distance if self.structure == "gaussian" else nonparanormal_distance
-            D = metric(X)
-        else:
-            D = kernel_distance(moments, self.n_hidden_states)
-            method = self.structure
-        return learn_tree(D, method, n_samples=n_samples)
+            metric = gaussian_distance if method == "gaussian" else nonparanormal_distance
+            return learn_tree(metric(X), "nj", n_samples=X.shape[0])
+        D = kernel_distance(moments, self.n_hidden_states)
+        return learn_tree(D, method, n_samples=moments.X.shape[0])
 
-    # ------------------------------------------------------------------ model hooks
-    def _fit_component(self, tree, moments, unseen_proba):
-        return fit_spectral(tree, moments, self.n_hidden_states, unseen_proba)
+    # ------------------------------------------------------------------ model
+    def _fit_parameters(self, tree, moments, rng):
+        raw = fit_spectral(
+            tree.with_observed_leaves(),
+            moments,
+            self.n_hidden_states,
+            np.zeros(moments.X.shape[1]),
+        )
+        extras = {"raw_estimate_": raw, "floor_": self._floor_model(moments)}
+        return FittedModel(tree, None, None, extras=extras)
 
-    def _component_log_abs(self, params, data):
-        return spectral_log_abs(params, data)
+    def _set_fitted(self, fitted):
+        for name, value in fitted.extras.items():
+            setattr(self, name, value)
+
+    def _log_likelihood(self, data):
+        sign, logabs = spectral_log_abs(self.raw_estimate_, data)
+        log_floor = np.log(FLOOR_RATIO) + self._log_floor(data)
+        keep = (sign > 0) & np.isfinite(logabs) & (logabs >= log_floor)
+        self.n_floored_ = int(np.sum(~keep))
+        return np.where(keep, logabs, log_floor)
 
     # ------------------------------------------------------------------ queries
     def conditional_mean(self, X, target):
@@ -303,9 +337,8 @@ class KernelLatentTree(BaseLatentTree):
         marginalised out. Numerator and denominator of
         ``int x p(x, x_rest) dx / int p(x, x_rest) dx`` are one message pass each, the
         target leaf sending ``int x phi(x) dx`` and ``int phi(x) dx`` (exact for the
-        normalised kernels). In supervised mode the classes are mixed by their prior.
-        Where the estimated denominator is not positive the marginal mean of the target
-        is returned; ``n_floored_`` counts those rows.
+        normalised kernels). Where the estimated denominator is not positive the marginal
+        mean of the target is returned; ``n_floored_`` counts those rows.
 
         Parameters
         ----------
@@ -319,30 +352,20 @@ class KernelLatentTree(BaseLatentTree):
         """
         check_is_fitted(self)
         j = self._target_index(target)
-        X = self._validate_X(X, reset=False)
+        X = np.asarray(self._validate_X(X, reset=False), dtype=np.float64)
         fmap = self.feature_map_
-        prior = self.class_prior_ if self._is_supervised() else np.ones(1)
-        parts = {}
         evaluation = KernelEvaluation(fmap, X)  # one feature cache for both passes
+        parts = {}
         for name, vector in (("num", fmap.first_moments_[j]), ("den", fmap.integrals_[j])):
             evaluation.fixed = {j: vector}
-            logs, signs = [], []
-            for comp, p in zip(self.components_, prior):
-                sign, logabs = self._component_log_abs(comp.params, evaluation)
-                with np.errstate(divide="ignore"):
-                    logs.append(logabs + np.log(p))
-                signs.append(sign)
-            logs, signs = np.column_stack(logs), np.column_stack(signs)
-            logs = np.where(np.isfinite(logs), logs, -np.inf)
-            parts[name] = logsumexp(logs, b=signs, axis=1, return_sign=True)
-        (log_num, s_num), (log_den, s_den) = parts["num"], parts["den"]
-        fallback = sum(p * comp.floor[0][j] for comp, p in zip(self.components_, prior))
+            parts[name] = spectral_log_abs(self.raw_estimate_, evaluation)
+        (s_num, log_num), (s_den, log_den) = parts["num"], parts["den"]
         ok = (s_den > 0) & np.isfinite(log_den)  # a zero numerator is a mean of 0
         with np.errstate(over="ignore", invalid="ignore"):
             value = s_num * np.exp(log_num - log_den)
         ok &= np.isfinite(value)
         self.n_floored_ = int(np.sum(~ok))
-        return np.where(ok, value, fallback)
+        return np.where(ok, value, self.floor_[0][j])
 
     def conditional_proba(self, X, target):
         """Not defined for continuous columns: use :meth:`conditional_mean`."""
@@ -350,6 +373,19 @@ class KernelLatentTree(BaseLatentTree):
             f"{type(self).__name__} models continuous columns, which have no categories: "
             "use conditional_mean(X, target) for E[X_target | other columns]."
         )
+
+    def predict_hidden_proba(self, X):
+        """Not available: the kernel model has no explicit hidden-state tables."""
+        raise TypeError(f"{type(self).__name__} has no explicit hidden-state tables.")
+
+    def sample(self, n_samples=1, random_state=None):
+        """Not available: the kernel model has no explicit tables to sample from."""
+        raise TypeError(f"{type(self).__name__} has no explicit tables to sample from.")
+
+    def _shared_params(self):
+        """Parameters that make per-class models of a classifier share this fit's tree
+        and smoothing."""
+        return {"tree": self.tree_, "bandwidth": np.asarray(self.feature_map_.bandwidths_)}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

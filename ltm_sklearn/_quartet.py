@@ -8,28 +8,25 @@ from numbers import Integral
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseLatentTree
-from ._em import LatentTreeEM
-from ._hierarchical import HierarchicalTensorLTM
-from ._spectral import SpectralLatentTree
+from ._hierarchical import fit_hierarchical
+from ._spectral import ObservableMixin, explicit_from_representation, fit_spectral
 from .structure import learn_tree_quartets
+from .tensor import tensor_cpts
 
-PARAMETER_METHODS = {
-    "spectral": SpectralLatentTree,
-    "hierarchical": HierarchicalTensorLTM,
-    "em": LatentTreeEM,
-}
+PARAMETER_METHODS = ("spectral", "hierarchical", "em")
 
 
-class QuartetTreeLearner(BaseLatentTree):
+class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     """Latent tree whose structure comes from quartet tests on 4th-order moments.
 
     The tree is built by inserting the columns one at a time (papers/001 Algorithm 2):
     each insertion cuts the candidate region of the current tree at its centroid and
     resolves the quartet of the new column with the nearest columns of the three
     branches by comparing the three unfoldings of their 4-way moment (Algorithm 1),
-    ``O(log d)`` tests per column. The parameters on that tree come from
-    :class:`SpectralLatentTree` (default), :class:`HierarchicalTensorLTM` or
-    :class:`LatentTreeEM`.
+    ``O(log d)`` tests per column. The parameters on that tree start from the spectral
+    algorithm (default), the hierarchical decomposition, or the tensor decomposition of
+    the empirical moments (``"em"``), and are polished by EM (see
+    :class:`SpectralLatentTree`).
 
     Parameters
     ----------
@@ -37,13 +34,17 @@ class QuartetTreeLearner(BaseLatentTree):
         ``k'``: hidden states of the parameter model, rank of the projected quartet
         moments, and the rank beyond which the quartet tests measure the unfoldings.
     parameters : {"spectral", "hierarchical", "em"}, default="spectral"
-        Parameter estimator on the learned tree (with its default settings).
+        Starting point of the parameters on the learned tree.
     n_representatives : int, default=3
         Nearest columns per branch in each decision; the branch wins on the summed scores
         of ``n_representatives^3`` quartets (``1`` is Algorithm 2 verbatim).
+    categories : "auto" or list, default="auto"
+    alpha : float, default=0.5
+    max_iter : int, default=100
+    tol : float, default=1e-4
+        As in :class:`SpectralLatentTree`.
     n_jobs : int, default=None
     random_state : int, RandomState instance or None, default=None
-        Used by ``parameters="em"``.
     verbose : int, default=0
 
     Attributes
@@ -53,8 +54,8 @@ class QuartetTreeLearner(BaseLatentTree):
         Quartet tables evaluated while building the tree.
     min_quartet_margin_ : float
         Smallest gap between the best and second best summed score of a decision.
-    categories_, classes_, class_prior_, components_, n_floored_, n_features_in_,
-    feature_names_in_
+    root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, lower_bound_,
+    n_iter_, converged_, n_features_in_, feature_names_in_
         As in :class:`SpectralLatentTree`.
 
     Notes
@@ -84,12 +85,13 @@ class QuartetTreeLearner(BaseLatentTree):
     """
 
     _parameter_constraints: dict = {
-        "n_hidden_states": [Interval(Integral, 1, None, closed="left")],
+        **{
+            key: value
+            for key, value in BaseLatentTree._parameter_constraints.items()
+            if key not in ("tree", "structure")
+        },
         "parameters": [StrOptions(set(PARAMETER_METHODS))],
         "n_representatives": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [None, Integral],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(
@@ -98,6 +100,10 @@ class QuartetTreeLearner(BaseLatentTree):
         *,
         parameters="spectral",
         n_representatives=3,
+        categories="auto",
+        alpha=0.5,
+        max_iter=100,
+        tol=1e-4,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -105,11 +111,18 @@ class QuartetTreeLearner(BaseLatentTree):
         self.n_hidden_states = n_hidden_states
         self.parameters = parameters
         self.n_representatives = n_representatives
+        self.categories = categories
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.tol = tol
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
-    def _build_tree(self, moments, n_features, n_samples, names):
+    def _structure_spec(self):
+        return None, "quartet"
+
+    def _build_tree(self, moments, method):
         tree, info = learn_tree_quartets(
             moments, self.n_hidden_states, n_representatives=self.n_representatives
         )
@@ -117,15 +130,14 @@ class QuartetTreeLearner(BaseLatentTree):
         self.min_quartet_margin_ = float(info.min_margin)
         return tree
 
-    def _delegate(self):
-        cls = PARAMETER_METHODS[self.parameters]
-        est = cls(self.n_hidden_states, random_state=self.random_state, verbose=self.verbose)
-        if hasattr(self, "tree_"):  # EM scores on the fitted tree
-            est.tree_ = self.tree_
-        return est
-
-    def _fit_component(self, tree, moments, unseen_proba):
-        return self._delegate()._fit_component(tree, moments, unseen_proba)
-
-    def _component_log_abs(self, params, codes):
-        return self._delegate()._component_log_abs(params, codes)
+    def _initial_parameters(self, tree, moments, rng):
+        k = self.n_hidden_states
+        if self.parameters == "em":
+            return (*tensor_cpts(tree, moments, k, random_state=rng), {})
+        if self.parameters == "hierarchical":
+            fit_raw = fit_hierarchical
+        else:
+            fit_raw = fit_spectral
+        return explicit_from_representation(
+            tree, moments, k, self._unseen_proba(moments), fit_raw, rng
+        )

@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseLatentTree
 from .moments import MISSING
@@ -298,6 +299,148 @@ def _contract_all(core, kids):
     return t
 
 
+class _SparseEvidence:
+    """Rows to evaluate a raw representation on: per column, the rows where it carries
+    an evidence vector (any other row marginalises it). Plays the role of the codes in
+    :func:`spectral_log_abs` (``leaf_messages``)."""
+
+    def __init__(self, n_features, n_rows):
+        self.shape = (n_features, n_rows)
+        self.entries = {}  # column -> (row indices, (len, n_states) evidence vectors)
+
+    def add(self, j, rows, vectors):
+        old = self.entries.get(j)
+        if old is not None:
+            rows = np.concatenate([old[0], rows])
+            vectors = np.vstack([old[1], vectors])
+        self.entries[j] = (rows, vectors)
+
+    def leaf_messages(self, j, table):
+        m = table.shape[0] - 2
+        msg = np.repeat(table[m][:, None], self.shape[1], axis=1)
+        if j in self.entries:
+            rows, vectors = self.entries[j]
+            msg[:, rows] = (vectors @ table[:m]).T
+        return msg
+
+
+class RepresentationMoments:
+    """Low-order marginals of a raw observable representation ``P_hat``.
+
+    The interface of :class:`~ltm_sklearn.moments.MomentEstimator` (``n_states``,
+    ``singletons``, ``pair``, ``pairs``, ``projected``) on the joint that the
+    representation estimates (papers/003 eq. (34) with every other column marginalised),
+    so the explicit-parameter recovery of :func:`~ltm_sklearn.tensor.tensor_cpts` reads
+    an estimator's own estimate instead of the empirical moments. Values can be negative
+    (the raw estimate is not constrained to the simplex). Each batched request is one
+    message pass: a pair table is ``n_i n_j`` rows of one-hot evidence, a projected moment
+    ``prod_m r_m`` rows whose evidence vectors are the rows of the projections.
+
+    Parameters
+    ----------
+    params : SpectralParams
+    n_states : array-like of int
+    """
+
+    def __init__(self, params, n_states):
+        self.params = params
+        self.n_states = np.asarray(n_states, dtype=np.int64)
+        self._pairs = {}
+
+    def _evaluate(self, blocks):
+        """``blocks``: list of ``[(column, (n_rows_b, n_col) evidence), ...]`` sharing
+        their rows; returns one value array per block."""
+        sizes = [len(b[0][1]) for b in blocks]
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        ev = _SparseEvidence(len(self.n_states), int(offsets[-1]))
+        for b, block in enumerate(blocks):
+            rows = np.arange(offsets[b], offsets[b + 1])
+            for j, vectors in block:
+                ev.add(j, rows, vectors)
+        sign, logabs = spectral_log_abs(self.params, ev)
+        value = sign * np.exp(logabs)
+        return [value[offsets[b] : offsets[b + 1]] for b in range(len(blocks))]
+
+    def singletons(self):
+        blocks = [[(j, np.eye(int(n)))] for j, n in enumerate(self.n_states)]
+        return list(self._evaluate(blocks))
+
+    def pairs(self, pairs):
+        todo = sorted({(i, j) for i, j in pairs if (i, j) not in self._pairs})
+        if todo:
+            blocks = []
+            for i, j in todo:
+                ni, nj = int(self.n_states[i]), int(self.n_states[j])
+                blocks.append(
+                    [(i, np.repeat(np.eye(ni), nj, axis=0)), (j, np.tile(np.eye(nj), (ni, 1)))]
+                )
+            for (i, j), v in zip(todo, self._evaluate(blocks)):
+                self._pairs[(i, j)] = v.reshape(int(self.n_states[i]), int(self.n_states[j]))
+        return {(i, j): self._pairs[(i, j)] for i, j in pairs}
+
+    def pair(self, i, j):
+        if i > j:
+            return self.pairs([(j, i)])[(j, i)].T
+        return self.pairs([(i, j)])[(i, j)]
+
+    def projected(self, requests):
+        blocks, shapes = [], []
+        for variables, projections in requests:
+            shape = [B.shape[0] for B in projections]
+            grid = np.indices(shape).reshape(len(shape), -1)
+            blocks.append([(v, B[g]) for v, B, g in zip(variables, projections, grid)])
+            shapes.append(shape)
+        return [v.reshape(shape) for v, shape in zip(self._evaluate(blocks), shapes)]
+
+
+def explicit_from_representation(tree, moments, n_hidden_states, unseen_proba, fit_raw, rng):
+    """Explicit parameters of a moment-based estimator on ``tree``.
+
+    ``fit_raw(tree, moments, k, unseen_proba) -> SpectralParams`` fits the raw observable
+    representation on ``tree.with_observed_leaves()``; the three-view decompositions of
+    :func:`~ltm_sklearn.tensor.tensor_cpts` read the marginals of that estimate
+    (:class:`RepresentationMoments`), which turns it into a normalised model with
+    conditional tables on the simplex. With exact moments and ``k' = k`` both are the
+    true model. A tree without hidden nodes needs no representation: its tables are the
+    empirical pair tables.
+
+    Returns
+    -------
+    root_marginal, cpts, extras : ``extras`` holds ``{"raw_estimate_": SpectralParams}``.
+    """
+    from .tensor import tensor_cpts
+
+    if not tree.hidden_nodes:
+        return (*tensor_cpts(tree, moments, n_hidden_states, random_state=rng), {})
+    raw = fit_raw(tree.with_observed_leaves(), moments, n_hidden_states, unseen_proba)
+    rep = RepresentationMoments(raw, moments.n_states)
+    root, cpts = tensor_cpts(tree, rep, n_hidden_states, random_state=rng)
+    return root, cpts, {"raw_estimate_": raw}
+
+
+class ObservableMixin:
+    """The raw observable representation of a moment-based estimator, for research."""
+
+    def raw_log_abs(self, X):
+        """Sign and ``log |P_hat(x)|`` of the raw observable-representation estimate.
+
+        ``P_hat`` (papers/003 eq. (34), renormalised to sum to one) is what the moments
+        give before they are turned into explicit tables; it can be negative and is *not*
+        what :meth:`score_samples` returns. ``None`` when the tree has no hidden node.
+
+        Returns
+        -------
+        sign : ndarray of shape (n_samples,)
+        log_abs : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        raw = getattr(self, "raw_estimate_", None)
+        if raw is None:
+            return None
+        codes = self._encode(self._validate_X(X, reset=False))
+        return spectral_log_abs(raw, codes)
+
+
 __all__ = [
     "SpectralLatentTree",
     "fit_spectral",
@@ -305,71 +448,97 @@ __all__ = [
     "spectral_log_abs",
     "computation_tree",
     "SpectralParams",
+    "RepresentationMoments",
+    "explicit_from_representation",
 ]
 
 
 # ---------------------------------------------------------------------- estimator
 
 
-class SpectralLatentTree(BaseLatentTree):
+class SpectralLatentTree(ObservableMixin, BaseLatentTree):
     """Latent tree model learned by the spectral algorithm of papers/003 (Algorithm 1).
 
-    The joint distribution of the observed variables is recovered from empirical pair and
-    projected triple marginals through thin SVDs, without EM and without local optima.
-    Fitted with ``y``, one model per class (on one shared tree) plus the class prior gives
-    a classifier by per-class likelihoods.
+    The joint distribution of the observed variables is first recovered from empirical
+    pair and projected triple marginals through thin SVDs (the observable representation,
+    without EM and without local optima); a three-view tensor decomposition (papers/004)
+    of that estimate's own marginals at every hidden node turns it into explicit
+    conditional tables on the probability simplex, which EM then polishes (moments to
+    start, likelihood to finish). ``score_samples`` is the exact log-likelihood of this
+    normalised model.
 
     Parameters
     ----------
     n_hidden_states : int, default=2
-        ``k'``: number of states of every hidden variable (rank of every edge SVD). An edge
-        whose pair marginal has lower numerical rank uses that rank.
+        ``k'``: number of states of every hidden variable. Any positive number: where the
+        moments support fewer (an edge of lower numerical rank, e.g. binary columns), the
+        spectral estimate uses that rank and the extra states start as copies that EM
+        separates.
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree. Observed columns are nodes ``0..n_features-1`` (or feature names
-        in a Newick string / graph), hidden nodes follow. ``None`` learns it from the data
-        with ``structure``.
-    structure : {"nj", "rg", "clrg", "clnj", "star", "quartet"}, default="nj"
-        Structure learning when ``tree=None``, on the spectral tree metric (papers/002
-        eq. (12)) of the same moments the parameters use: neighbor joining, recursive
-        grouping, Chow-Liu recursive grouping or Chow-Liu neighbor joining (Choi et al.
-        2011; the last three may place columns at internal nodes, with test tolerance
-        ``2 / sqrt(n_samples)``), a single hidden node joined to every column, or quartet
-        tests on 4-way moments (papers/001, see :class:`QuartetTreeLearner`).
-        ``"clnj"`` is the most accurate on trees with long hidden chains.
+        in a Newick string / graph), hidden nodes follow; observed variables may be
+        internal nodes. ``None`` learns it from the data with ``structure``.
+    structure : {"auto", "chow_liu", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
+            default="auto"
+        Structure learning when ``tree=None``. ``"auto"`` fits the candidates
+        ``"chow_liu"``, ``"clnj"``, ``"nj"`` and ``"star"`` on 80% of the rows and keeps
+        the one with the best log-likelihood on the other 20% (``structure_scores_``).
+        ``"chow_liu"``: the maximum-likelihood tree over the columns, no hidden nodes
+        (Chow & Liu 1968). On the spectral tree metric (papers/002 eq. (12)): neighbor
+        joining, recursive grouping, Chow-Liu recursive grouping or Chow-Liu neighbor
+        joining (Choi et al. 2011; the last three may place columns at internal nodes,
+        test tolerance ``2 / sqrt(n_samples)``). ``"star"``: one hidden node joined to
+        every column (a latent class model). ``"quartet"``: quartet tests on 4-way
+        moments (papers/001, see :class:`QuartetTreeLearner`).
+    categories : "auto" or list, default="auto"
+        Categories of every column: the observed values (and the declared categories of
+        pandas ``Categorical`` columns), or one list per column (``None`` entries are
+        ``"auto"``), so that models fitted on parts of the data share one encoding.
+    alpha : float, default=0.5
+        Dirichlet pseudo-count added to every table entry by EM (additive smoothing).
+    max_iter : int, default=100
+        EM iterations that polish the moment estimate (``0``: the moment estimate).
+    tol : float, default=1e-4
+        EM stops when an iteration improves the training objective by less than ``tol``
+        nats per row.
     n_jobs : int, default=None
-        Row chunks processed in parallel when counting moments.
+        Row blocks processed in parallel threads (moments and EM).
     random_state : int, RandomState instance or None, default=None
-        Unused by this deterministic algorithm; kept for a uniform API.
+        Seeds the held-out split of ``structure="auto"``, the tensor power method's
+        starts and the perturbation of copied hidden states.
     verbose : int, default=0
 
     Attributes
     ----------
     tree_ : LatentTree
-        The tree used (given or learned), rooted at a central hidden node.
+        The tree used (given or learned), rooted at a central node.
+    root_marginal_ : ndarray of shape (k_root,)
+    cpts_ : dict node -> ndarray of shape (k_parent, k_node)
+        ``P(X_u | X_parent(u))`` for every non-root node of ``tree_``.
+    raw_estimate_ : SpectralParams
+        The observable representation before the explicit tables (see
+        :meth:`raw_log_abs`); absent when the tree has no hidden node.
     categories_ : list of list
         Categories of every column, in code order.
-    classes_ : ndarray of shape (n_classes,)
-        Class labels (only when fitted with ``y``).
-    class_prior_ : ndarray of shape (n_classes,)
-        Class frequencies (only when fitted with ``y``).
-    components_ : list
-        Fitted observable representations, one per class (one without ``y``).
-    n_floored_ : int
-        Rows floored by the non-positive-estimate policy in the last ``score_samples``.
+    unseen_proba_ : ndarray of shape (n_features,)
+        Likelihood of a category never seen in training.
+    structure_ : str
+        The structure method used (``"given"`` with ``tree``).
+    structure_scores_ : dict
+        Held-out log-likelihood per row of every candidate (``structure="auto"``).
+    lower_bound_ : float
+        Training objective per row (log-likelihood plus log prior) at the last E-step.
+    n_iter_ : int
+    converged_ : bool
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has feature names.
 
-    Notes
-    -----
-    Non-positive estimates are floored at ``1e-3`` times the smoothed independence model
-    (see :mod:`ltm_sklearn._base`); ``P_hat`` is renormalised so that it sums to exactly one
-    over all configurations before the floor.
-
     References
     ----------
     A. P. Parikh, L. Song, E. P. Xing. A Spectral Algorithm for Latent Tree Graphical Models.
-    ICML 2011 (papers/003), Algorithm 1 and eqs. (29)-(34).
+    ICML 2011 (papers/003), Algorithm 1 and eqs. (29)-(34). A. Anandkumar et al. Tensor
+    Decompositions for Learning Latent Variable Models (papers/004), Theorems 2.3-2.4.
 
     Examples
     --------
@@ -381,12 +550,11 @@ class SpectralLatentTree(BaseLatentTree):
     >>> est = SpectralLatentTree(n_hidden_states=2, tree=truth.tree).fit(X)
     >>> X_test = truth.sample(1000, random_state=2)
     >>> gap = truth.log_likelihood(X_test).mean() - est.score(X_test)
-    >>> bool(abs(gap) < 0.05)
+    >>> bool(abs(gap) < 0.02)
     True
     """
 
-    def _fit_component(self, tree, moments, unseen_proba):
-        return fit_spectral(tree, moments, self.n_hidden_states, unseen_proba)
-
-    def _component_log_abs(self, params, codes):
-        return spectral_log_abs(params, codes)
+    def _initial_parameters(self, tree, moments, rng):
+        return explicit_from_representation(
+            tree, moments, self.n_hidden_states, self._unseen_proba(moments), fit_spectral, rng
+        )

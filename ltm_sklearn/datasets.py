@@ -23,7 +23,7 @@ import itertools
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._inference import MISSING, cpt_log_likelihood, upward_pass
+from ._inference import MISSING, CodeEvidence, DenseEvidence, log_likelihood
 from .tree import LatentTree
 
 __all__ = [
@@ -239,7 +239,8 @@ class LatentTreeModel:
 
     def log_likelihood(self, X):
         """Exact ``log P(x)`` per row; NaN entries are marginalised out."""
-        return cpt_log_likelihood(self.tree, self.root_marginal, self.cpts, self._codes(X))
+        evidence = CodeEvidence(self._codes(X), self.n_states[: self.n_features])
+        return log_likelihood(self.tree, self.root_marginal, self.cpts, evidence)
 
     def all_configurations(self):
         """Every configuration of the observed variables, ``(prod(n_states), n_features)``."""
@@ -357,9 +358,8 @@ class GaussianLeafTreeModel:
             top = np.where(miss, 0.0, np.max(np.where(miss[:, None], 0.0, logp), axis=1))
             evidence[j] = np.where(miss[:, None], 1.0, np.exp(logp - top[:, None]))
             offset += top
-        out = upward_pass(self.tree, self.model.root_marginal, self.model.cpts, evidence, False)
-        with np.errstate(divide="ignore"):
-            return np.log(out["lik"]) + out["log_scale"] + offset
+        m = self.model
+        return log_likelihood(m.tree, m.root_marginal, m.cpts, DenseEvidence(evidence)) + offset
 
 
 def _draw(cum, rng, n):

@@ -27,6 +27,7 @@ UNSEEN = -2
 
 __all__ = [
     "CategoricalEncoder",
+    "declared_categories",
     "MomentEstimator",
     "RBFFeatureMap",
     "KernelMoments",
@@ -48,7 +49,8 @@ def _is_missing(value):
 
 
 def _normalise_value(value, column):
-    """Map whole-number floats to ints so that 1.0 and 1 are one category."""
+    """Canonical form of a category value: whole-number floats become ints (``1.0`` and
+    ``1`` are one category), numpy scalars become Python scalars, bools stay bools."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (numbers.Integral,)):
@@ -69,7 +71,16 @@ def _normalise_value(value, column):
     return value
 
 
+def _key(value, column):
+    """Lookup key of a value: its canonical form, with bools kept apart from the ints they
+    compare equal to (``True == 1`` in Python), in fit and in transform alike."""
+    value = _normalise_value(value, column)
+    return (type(value) is bool, value)
+
+
 def _sort_key(value):
+    if isinstance(value, (bool, np.bool_)):
+        return (0, float(value), "bool")
     if isinstance(value, (numbers.Number,)):
         return (0, float(value), "")
     return (1, 0.0, str(value))
@@ -80,11 +91,20 @@ class CategoricalEncoder:
 
     Accepted values: ints, bools, strings, pandas categoricals, and floats (whole-number
     floats are merged with the equal int, so ``1.0`` and ``1`` are one category; other
-    floats are categories by their exact value). ``None``/NaN/``pd.NA`` are missing.
+    floats are categories by their exact value; ``True`` and ``1`` are two categories).
+    ``None``/NaN/``pd.NA`` are missing.
+
+    Parameters
+    ----------
+    categories : "auto" or list, default="auto"
+        ``"auto"``: the values seen in ``fit``, sorted. A list has one entry per column:
+        ``None`` (that column is ``"auto"``) or the array-like of its categories, in the
+        order of the codes (declared categories may be unobserved; a value outside them
+        in ``fit`` is an error).
 
     ``transform`` returns codes of shape ``(n_features, n_samples)`` (column-contiguous, the
     layout the moment routines read): ``0..n_j-1`` for known categories, ``MISSING`` (-1)
-    for missing entries and ``UNSEEN`` (-2) for categories not seen in ``fit``.
+    for missing entries and ``UNSEEN`` (-2) for categories not known to the encoder.
 
     Examples
     --------
@@ -93,7 +113,12 @@ class CategoricalEncoder:
     [['a', 'b'], [1, 2]]
     >>> enc.transform([["b", 1], ["c", float("nan")]]).T.tolist()
     [[1, 0], [-2, -1]]
+    >>> CategoricalEncoder([None, [2, 1, 3]]).fit([["a", 1], ["b", 2]]).categories_
+    [['a', 'b'], [2, 1, 3]]
     """
+
+    def __init__(self, categories="auto"):
+        self.categories = categories
 
     def fit(self, X):
         self.fit_transform(X)
@@ -101,14 +126,39 @@ class CategoricalEncoder:
 
     def fit_transform(self, X):
         """Learn the categories and encode ``X`` (one factorisation per column)."""
-        factorized = [_factorize(col, j) for j, col in enumerate(_columns(X))]
+        columns = _columns(X)
+        factorized = [_factorize(col, j) for j, col in enumerate(columns)]
+        given = self.categories
+        if isinstance(given, str):
+            given = [None] * len(columns)
+        elif len(given) != len(columns):
+            raise ValueError(
+                f"categories has {len(given)} entries but X has {len(columns)} columns."
+            )
         self.categories_ = []
         for j, (_, uniques) in enumerate(factorized):
-            values = {_normalise_value(v, j) for v in uniques if not _is_missing(v)}
-            self.categories_.append(sorted(values, key=_sort_key))
+            if given[j] is None:
+                values = {}
+                for v in uniques:
+                    if not _is_missing(v):
+                        values.setdefault(_key(v, j), _normalise_value(v, j))
+                cats = sorted(values.values(), key=_sort_key)
+            else:
+                cats = [_normalise_value(v, j) for v in given[j] if not _is_missing(v)]
+                keys = [_key(v, j) for v in cats]
+                if len(set(keys)) != len(keys):
+                    raise ValueError(f"categories[{j}] lists a category more than once.")
+                known = set(keys)
+                unknown = [v for v in uniques if not _is_missing(v) and _key(v, j) not in known]
+                if unknown:
+                    raise ValueError(
+                        f"Column {j} holds values {unknown[:5]} that are not among its "
+                        "declared categories."
+                    )
+            self.categories_.append(cats)
         self.n_states_ = np.array([max(len(c), 1) for c in self.categories_], dtype=np.int64)
         self._lookup = [
-            {_lookup_key(v): i for i, v in enumerate(cats)} for cats in self.categories_
+            {_key(v, j): i for i, v in enumerate(c)} for j, c in enumerate(self.categories_)
         ]
         return self._codes(factorized)
 
@@ -132,12 +182,9 @@ class CategoricalEncoder:
             for j in range(codes.shape[1])
         ]
         out = np.column_stack(cols) if cols else np.empty((codes.shape[0], 0), dtype=object)
-        if all(isinstance(v, numbers.Number) for c in self.categories_ for v in c):
-            return out.astype(
-                float
-                if any(isinstance(v, float) for c in self.categories_ for v in c)
-                else np.int64
-            )
+        values = [v for c in self.categories_ for v in c]
+        if all(isinstance(v, numbers.Number) and not isinstance(v, bool) for v in values):
+            return out.astype(float if any(isinstance(v, float) for v in values) else np.int64)
         return out
 
     def _codes(self, factorized):
@@ -148,17 +195,29 @@ class CategoricalEncoder:
             lookup = self._lookup[j]
             mapped = np.empty(len(uniques) + 1, dtype=np.int64)
             for i, v in enumerate(uniques):
-                if _is_missing(v):
-                    mapped[i] = MISSING
-                else:
-                    mapped[i] = lookup.get(_lookup_key(_normalise_value(v, j)), UNSEEN)
+                mapped[i] = MISSING if _is_missing(v) else lookup.get(_key(v, j), UNSEEN)
             mapped[-1] = MISSING  # pandas' NA sentinel (-1) indexes the last slot
             codes[j] = mapped[inverse]
         return codes
 
 
+#: pandas dtype inferences of object columns that cannot mix bools with numbers
+_NO_BOOL_MIX = {"string", "bytes", "integer", "floating", "mixed-integer-float", "empty", "boolean"}
+
+
 def _factorize(col, j):
+    """``pd.factorize`` that keeps ``True`` apart from ``1`` (and ``False`` from ``0``):
+    they hash alike in Python, so bools and other values are factorised separately."""
     try:
+        if col.dtype == object and pd.api.types.infer_dtype(col, skipna=True) not in _NO_BOOL_MIX:
+            is_bool = np.fromiter((type(v) in (bool, np.bool_) for v in col), bool, len(col))
+            if is_bool.any():
+                codes = np.empty(len(col), dtype=np.int64)
+                c1, u1 = pd.factorize(col[is_bool])
+                c2, u2 = pd.factorize(col[~is_bool], use_na_sentinel=True)
+                codes[is_bool] = c1
+                codes[~is_bool] = np.where(c2 >= 0, c2 + len(u1), -1)
+                return codes, np.concatenate([np.asarray(u1, object), np.asarray(u2, object)])
         return pd.factorize(col, use_na_sentinel=True)
     except TypeError:
         for v in col:  # find the offending value to name it
@@ -166,9 +225,16 @@ def _factorize(col, j):
         raise
 
 
-def _lookup_key(value):
-    # bools and ints hash alike in Python (True == 1); keep them apart
-    return (type(value) is bool, value)
+def declared_categories(X):
+    """Declared categories of the pandas ``Categorical`` columns of a DataFrame (``None``
+    for other columns and for non-DataFrame input): what a user declared is honoured,
+    observed or not."""
+    if not isinstance(X, pd.DataFrame):
+        return None
+    return [
+        list(X[c].cat.categories) if isinstance(X[c].dtype, pd.CategoricalDtype) else None
+        for c in X.columns
+    ]
 
 
 def _columns(X):
@@ -227,6 +293,19 @@ class MomentEstimator:
     @property
     def n_samples(self):
         return self.codes.shape[1]
+
+    def subset(self, columns):
+        """The moments of some columns only (a new estimator over ``codes[columns]``)."""
+        columns = np.asarray(columns)
+        return MomentEstimator(
+            self.codes[columns], self.n_states[columns], self.sample_weight, self.n_jobs
+        )
+
+    def rows(self, rows):
+        """The moments of some rows only (a new estimator over ``codes[:, rows]``)."""
+        return MomentEstimator(
+            self.codes[:, rows], self.n_states, self.sample_weight[rows], self.n_jobs
+        )
 
     def _map_chunks(self, func, *args):
         chunks = _chunks(self.n_samples, _effective_jobs(self.n_jobs))
@@ -427,6 +506,8 @@ class RBFFeatureMap:
         quantiles; at most as many again fill gaps wider than the bandwidth).
     bandwidth_scale : float, default=1.0
         Multiplies the median-distance bandwidth.
+    bandwidths : array-like of shape (n_features,), default=None
+        Bandwidths to use instead of the median heuristic (``bandwidth_scale`` ignored).
 
     Attributes
     ----------
@@ -447,9 +528,10 @@ class RBFFeatureMap:
     (500, True)
     """
 
-    def __init__(self, n_components=50, bandwidth_scale=1.0):
+    def __init__(self, n_components=50, bandwidth_scale=1.0, bandwidths=None):
         self.n_components = n_components
         self.bandwidth_scale = bandwidth_scale
+        self.bandwidths = bandwidths
 
     def fit(self, X, sample_weight=None):
         """Bandwidths and landmarks of every column (NaN entries are ignored)."""
@@ -469,7 +551,10 @@ class RBFFeatureMap:
             grid, L = q[:_BANDWIDTH_GRID], np.unique(q[_BANDWIDTH_GRID:])
             gaps = np.abs(grid[:, None] - grid[None, :])[np.triu_indices(grid.size, 1)]
             gaps = gaps[gaps > 0]
-            h = self.bandwidth_scale * (float(np.median(gaps)) if gaps.size else 1.0)
+            if self.bandwidths is not None:
+                h = float(self.bandwidths[j])
+            else:
+                h = self.bandwidth_scale * (float(np.median(gaps)) if gaps.size else 1.0)
             L = _fill_gaps(L, h, budget=self.n_components)
             lam, V = np.linalg.eigh(np.exp(-((L[:, None] - L[None, :]) ** 2) / (2 * h * h)))
             keep = lam > _EIG_RTOL * lam[-1]

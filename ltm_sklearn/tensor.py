@@ -24,6 +24,7 @@ __all__ = [
     "tensor_power_method",
     "three_view_decomposition",
     "tensor_cpts",
+    "expand_states",
 ]
 
 _EPS = 1e-9  # floor of clipped (non-positive) estimates
@@ -191,6 +192,7 @@ def _symmetrise(T):
 
 
 def _normalise_columns(O):
+    """Project every column onto the probability simplex (clip, renormalise)."""
     O = np.maximum(O, _EPS)
     return O / O.sum(axis=0, keepdims=True)
 
@@ -200,26 +202,129 @@ def _normalise_rows(C):
     return C / C.sum(axis=1, keepdims=True)
 
 
-def tensor_cpts(tree, moments, n_hidden_states, random_state=None):
+class _NodePlan:
+    """Structural choices at one hidden node: its three views and the side of every
+    observed node (which neighbour of the node leads to it)."""
+
+    def __init__(self, node, views, side):
+        self.node = node
+        self.views = views  # (x1, x2, x3), in three different directions
+        self.side = side  # observed node -> index of the neighbour towards it
+        self.weights = None  # P(h), filled by the decomposition
+        self.conditionals = {}  # observed y -> P(y | h), columns over the states of h
+
+    def view_for(self, y):
+        """A view in another direction than ``y`` (``x3`` preferred: its conditional
+        comes straight from the power method)."""
+        x1, x2, x3 = self.views
+        for v in (x3, x1, x2):
+            if self.side[v] != self.side[y]:
+                return v
+        raise AssertionError("three views lie in three directions")
+
+
+def _plan_node(tree, h, hops, n_states):
+    """Views of hidden node ``h``: the nearest observed node (with at least two
+    categories) in each of the three directions whose nearest such node is closest
+    (``None`` with fewer than three directions)."""
+    d = tree.n_observed
+    obs_h = hops[h, :d]
+    side = np.full(d, -1)
+    firsts = []
+    for t, g in enumerate(tree.neighbors[h]):
+        mask = hops[g, :d] < obs_h
+        side[mask] = t
+        members = np.flatnonzero(mask & (np.asarray(n_states) >= 2))  # informative views
+        if members.size:
+            best = min(members, key=lambda y: (obs_h[y], -n_states[y], y))
+            firsts.append((obs_h[best], t, int(best)))
+    if len(firsts) < 3:
+        return None
+    firsts.sort()
+    views = tuple(v for _, _, v in firsts[:3])
+    return _NodePlan(h, views, {int(y): int(side[y]) for y in range(d)})
+
+
+def _decompose(plan, pairs, moments, k, rng):
+    """Three-view decomposition (papers/004) at one node with as many components as the
+    views support (at most ``k``): sets ``plan.weights`` and the views' conditionals."""
+    x1, x2, x3 = plan.views
+    P12, P13, P23 = pairs[(x1, x2)], pairs[(x1, x3)], pairs[(x2, x3)]
+    r = int(min(k, *P12.shape, P13.shape[1]))
+    while True:
+        try:
+
+            def triple(B1, B2, B3):
+                return moments.projected([((x1, x2, x3), (B1, B2, B3))])[0]
+
+            w, C = three_view_decomposition(P12, P13, P23, triple, r, random_state=rng)
+            break
+        except (ValueError, np.linalg.LinAlgError):
+            if r == 1:
+                raise
+            r -= 1
+    w = np.maximum(w, _EPS)
+    plan.weights = w / w.sum()
+    C = _normalise_columns(C)
+    G3 = _pinv(plan.weights[:, None] * C.T, r)
+    plan.conditionals = {
+        x3: C,
+        x1: _normalise_columns(P13 @ G3),
+        x2: _normalise_columns(P23 @ G3),
+    }
+
+
+def _conditional(plan, y, pairs):
+    """``P(y | h)`` for any observed ``y`` from its pair with a view in another direction:
+    ``P[y, v] = O_y diag(P(h)) O_v^T``."""
+    if y not in plan.conditionals:
+        v = plan.view_for(y)
+        Ov = plan.conditionals[v]
+        G = _pinv(plan.weights[:, None] * Ov.T, Ov.shape[1])
+        plan.conditionals[y] = _normalise_columns(_pair(pairs, y, v) @ G)
+    return plan.conditionals[y]
+
+
+def _pair(pairs, i, j):
+    return pairs[(i, j)] if (i, j) in pairs else pairs[(j, i)].T
+
+
+def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4):
     """Explicit CPTs on ``tree`` from three-view tensor decompositions (papers/004).
 
     For every hidden node ``h`` with at least three neighbours, three observed variables in
     three different neighbour directions (the nearest ones) are conditionally independent
-    given ``h``: :func:`three_view_decomposition` gives ``P(h)`` and ``P(x | h)`` for them,
-    and pairs with a view in another direction give ``P(y | h)`` for every observed ``y``.
-    CPTs follow with consistent hidden-state labels: ``P(y | h)`` directly for an observed
-    child; for a hidden edge ``p -> c`` the matrix ``P(c | p)`` solves
-    ``P(y | p) = P(y | c) P(c | p)`` in least squares over the observed ``y`` below ``c``.
-    Hidden nodes with fewer than three neighbours copy a neighbour (identity CPT); nodes
-    whose decomposition fails get random tables. Negative entries are clipped, rows
-    renormalised.
+    given ``h``: :func:`three_view_decomposition` gives ``P(h)`` and ``P(x | h)`` for them
+    (with as many states as the views support, at most ``n_hidden_states``), and the pair
+    of any other observed ``y`` with a view in another direction gives ``P(y | h)``. The
+    CPTs follow with consistent hidden-state labels:
+
+    * hidden ``p`` -> observed ``c``: ``P(c | p)``;
+    * observed ``p`` -> hidden ``c``: Bayes' rule from ``P(p | c)`` and ``P(c)``;
+    * observed ``p`` -> observed ``c``: the pair table ``P(p, c)`` normalised;
+    * hidden ``p`` -> hidden ``c``: ``P(c | p)`` solves ``P(y | p) = P(y | c) P(c | p)`` in
+      least squares over the ``n_anchors`` observed ``y`` nearest to ``c`` on its side.
+
+    A hidden node with fewer than three neighbours (e.g. the end of a chain) is a copy of
+    the nearest decomposed hidden node, joined to it by an identity table. Entries are
+    projected onto the simplex (clipped, renormalised). Hidden nodes end up with
+    ``min(n_hidden_states, rank the views support)`` states; :func:`expand_states` brings
+    them to ``n_hidden_states``.
+
+    Every statistic comes from ``moments`` through two batched requests: ``pairs(list)``
+    and ``projected(list)`` (one triple per hidden node), so any object with the interface
+    of :class:`~ltm_sklearn.moments.MomentEstimator` - empirical moments, or the marginals
+    of a fitted observable representation - can be turned into explicit parameters.
 
     Parameters
     ----------
     tree : LatentTree
         Rooted; observed nodes may be internal.
-    moments : MomentEstimator
+    moments : MomentEstimator or compatible
     n_hidden_states : int
+    random_state : int, RandomState instance or None
+        Starts of the tensor power method; tables of a node whose decomposition fails.
+    n_anchors : int, default=4
 
     Returns
     -------
@@ -231,87 +336,137 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None):
     d = tree.n_observed
     n_obs = moments.n_states
     hops = tree.hop_distances()
-    singles = moments.singletons()
-    results = {}
+    plans = {}
     for h in tree.hidden_nodes:
+        plan = _plan_node(tree, h, hops, n_obs)
+        if plan is not None:
+            plans[h] = plan
+    # hidden nodes without three directions copy the nearest planned hidden node
+    proxy = {}
+    for h in tree.hidden_nodes:
+        if h in plans:
+            proxy[h] = h
+        elif plans:
+            proxy[h] = min(plans, key=lambda g: (hops[h, g], g))
+    # the pairs every later step reads, requested in one batch
+    wanted = set()
+    for plan in plans.values():
+        x1, x2, x3 = plan.views
+        wanted |= {(x1, x2), (x1, x3), (x2, x3)}
+    needs = []  # (hidden node, observed y) conditionals the CPTs use
+    for c in tree.preorder[1:]:
+        p = int(tree.parent[c])
+        if p >= d and c < d:
+            needs.append((p, c))
+        elif p < d and c >= d:
+            needs.append((c, p))
+        elif p < d:
+            wanted.add((min(p, c), max(p, c)))
+        elif proxy.get(p) != proxy.get(c):
+            for y in _anchors(tree, hops, p, c, n_anchors):
+                needs += [(p, y), (c, y)]
+    needs = [(proxy[h], y) for h, y in needs if h in proxy]
+    for g, y in needs:
+        if y not in plans[g].views:
+            v = plans[g].view_for(y)
+            wanted.add((min(y, v), max(y, v)))
+    pairs = moments.pairs(sorted(wanted)) if wanted else {}
+    failed = set()
+    for g, plan in plans.items():
         try:
-            results[h] = _decompose_node(tree, moments, h, k, hops, rng)
+            _decompose(plan, pairs, moments, k, rng)
         except (ValueError, np.linalg.LinAlgError):
-            continue
-    # nodes without a decomposition copy the nearest decomposed hidden node
-    for h in tree.hidden_nodes:
-        if h not in results:
-            done = [g for g in results if g != h]
-            if done:
-                results[h] = results[min(done, key=lambda g: hops[h, g])]
-            else:
-                w = rng.dirichlet(np.ones(k))
-                results[h] = (w, {y: rng.dirichlet(np.ones(n_obs[y]), size=k).T for y in range(d)})
+            failed.add(g)
 
-    def cond(u):  # P(y | u) for every observed y, columns over u's states
-        return results[u][1]
+    def weights(h):
+        return plans[proxy[h]].weights if proxy.get(h) not in (None, *failed) else None
+
+    def cond(h, y):
+        g = proxy.get(h)
+        if g is None or g in failed:
+            return None
+        return _conditional(plans[g], y, pairs)
 
     root = tree.root
     if root >= d:
-        root_marginal = results[root][0]
+        root_marginal = weights(root)
+        if root_marginal is None:
+            root_marginal = rng.dirichlet(np.ones(k))
     else:
-        root_marginal = singles[root]
+        root_marginal = moments.singletons()[root]
+    size = {root: len(root_marginal)}
     cpts = {}
     for c in tree.preorder[1:]:
-        p = tree.parent[c]
+        c = int(c)
+        p = int(tree.parent[c])
+        table = None
         if p >= d and c < d:
-            cpts[c] = _normalise_rows(cond(p)[c].T)
-        elif p >= d:
-            below = tree.subtree_leaves(c)
-            Oc = np.vstack([cond(c)[y] for y in below])
-            Op = np.vstack([cond(p)[y] for y in below])
-            A = np.linalg.lstsq(Oc, Op, rcond=None)[0]  # A[j, i] = P(c = j | p = i)
-            cpts[c] = _normalise_rows(A.T)
-        elif c >= d:  # observed parent, hidden child: Bayes from P(p | c) and P(c)
-            w, O = results[c]
-            joint = O[p] * w[None, :]  # P(p = v, c = j)
-            cpts[c] = _normalise_rows(joint / np.maximum(joint.sum(axis=1, keepdims=True), _EPS))
+            O = cond(p, c)
+            table = None if O is None else O.T
+        elif p < d and c >= d:
+            O, w = cond(c, p), weights(c)
+            table = None if O is None else O * w[None, :]
+        elif p < d:
+            table = _pair(pairs, p, c)
+        elif proxy.get(p) == proxy.get(c) and p in proxy and proxy[p] not in failed:
+            table = np.eye(len(weights(p)))
         else:
-            P = moments.pair(p, c)
-            cpts[c] = _normalise_rows(P)
+            ys = _anchors(tree, hops, p, c, n_anchors)
+            Op = [cond(p, y) for y in ys]
+            Oc = [cond(c, y) for y in ys]
+            if ys and all(o is not None for o in Op + Oc):
+                A = np.linalg.lstsq(np.vstack(Oc), np.vstack(Op), rcond=None)[0]
+                table = A.T
+        if table is None:  # a failed decomposition: random tables, EM takes it from here
+            kc = int(n_obs[c]) if c < d else (len(weights(c)) if weights(c) is not None else k)
+            table = rng.dirichlet(np.ones(kc), size=size[p])
+        table = _normalise_rows(np.asarray(table, dtype=float))
+        if table.shape[0] != size[p]:
+            raise AssertionError(f"state mismatch on edge {p} -> {c}")
+        cpts[c] = table
+        size[c] = table.shape[1]
     return np.asarray(root_marginal, dtype=float), cpts
 
 
-def _decompose_node(tree, moments, h, k, hops, rng):
-    """Three-view decomposition at hidden node ``h``: ``(P(h), {y: P(y | h)})``."""
+def _anchors(tree, hops, p, c, n):
+    """The ``n`` observed nodes nearest to ``c`` on its side of the edge ``(p, c)``."""
     d = tree.n_observed
-    rooted = tree.rooted_at(h)
-    directions = []
-    for g in rooted.children[h]:
-        obs = rooted.subtree_leaves(g)  # every observed node on that side
-        if obs:
-            directions.append(sorted(obs, key=lambda y: (hops[h, y], -moments.n_states[y])))
-    if len(directions) < 3:
-        raise ValueError("fewer than three directions")
-    directions.sort(key=lambda obs: hops[h, obs[0]])
-    views = [obs[0] for obs in directions[:3]]
-    x1, x2, x3 = views
+    below = np.flatnonzero(hops[c, :d] < hops[p, :d])
+    return [int(y) for y in below[np.argsort(hops[c, below], kind="stable")[:n]]]
 
-    pair = moments.pair
 
-    def triple(B1, B2, B3):
-        return moments.projected([((x1, x2, x3), (B1, B2, B3))])[0]
+def expand_states(tree, root_marginal, cpts, n_states, random_state=None, noise=0.0):
+    """Give every hidden node ``n_states`` states without changing the distribution.
 
-    w, C = three_view_decomposition(pair(x1, x2), pair(x1, x3), pair(x2, x3), triple, k, rng)
-    w = np.maximum(w, _EPS)
-    w = w / w.sum()
-    C = _normalise_columns(C)
-    side = {y: t for t, obs in enumerate(directions) for y in obs}
-    # the conditional means of x1 from pairs with x3 (another direction)
-    G3 = _pinv(w[:, None] * C.T, k)  # (n3, k)
-    O1 = _normalise_columns(pair(x1, x3) @ G3)
-    G1 = _pinv(w[:, None] * O1.T, k)
-    out = {}
-    for y in range(d):
-        if y == x3:
-            out[y] = C
-        elif side.get(y) != side[x3]:
-            out[y] = _normalise_columns(pair(y, x3) @ G3)
+    A hidden node with ``r < n_states`` states gets copies of its states (state ``s``
+    copies state ``s mod r``): the probability of each original state is shared equally
+    by its copies, and the copies send the same tables to the node's children. The
+    observed distribution is unchanged (exactly, with ``noise=0``); ``noise > 0``
+    perturbs the copied rows multiplicatively by up to ``noise`` so that EM can tell the
+    copies apart.
+
+    Returns
+    -------
+    root_marginal, cpts : the expanded parameters (new arrays).
+    """
+    rng = check_random_state(random_state)
+    k = int(n_states)
+    cpts = {u: np.array(t, dtype=float) for u, t in cpts.items()}
+    root_marginal = np.array(root_marginal, dtype=float)
+    for h in tree.hidden_nodes:
+        r = len(root_marginal) if h == tree.root else cpts[h].shape[1]
+        if r >= k:
+            continue
+        source = np.arange(k) % r
+        share = 1.0 / np.bincount(source, minlength=r)[source]
+        if h == tree.root:
+            root_marginal = root_marginal[source] * share
         else:
-            out[y] = _normalise_columns(pair(y, x1) @ G1)
-    return w, out
+            cpts[h] = cpts[h][:, source] * share[None, :]
+        for c in tree.children[h]:
+            rows = cpts[c][source]
+            if noise > 0:
+                rows = rows * (1.0 + noise * rng.uniform(-1.0, 1.0, size=rows.shape))
+                rows /= rows.sum(axis=1, keepdims=True)
+            cpts[c] = rows
+    return root_marginal, cpts

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
 
-from ltm_sklearn import HierarchicalTensorLTM, SpectralLatentTree
+from ltm_sklearn import HierarchicalTensorLTM, LatentTreeClassifier, SpectralLatentTree
 from ltm_sklearn._hierarchical import (
     UnfoldingMoments,
     fit_hierarchical,
@@ -83,29 +83,36 @@ def population(model):
 @pytest.mark.parametrize("name", sorted(TINY))
 @pytest.mark.parametrize("linker", ["optimal", "inverse"])
 def test_correctly_specified_equals_spectral_and_truth(name, linker):
-    """Theorem 3: with k' = k the decomposition is exact, as the spectral algorithm."""
+    """Theorem 3: with k' = k the decomposition is exact, as the spectral algorithm; so are
+    the explicit models recovered from both (the moment estimates, ``max_iter=0``)."""
     tree, k, n = TINY[name]
     model = LatentTreeModel.random(tree, k, n, random_state=1)
     conf, p = population(model)
-    hier = HierarchicalTensorLTM(k, linker=linker, tree=tree).fit(conf, sample_weight=p)
-    spec = SpectralLatentTree(k, tree=tree).fit(conf, sample_weight=p)
-    np.testing.assert_allclose(hier.score_samples(conf), np.log(p), atol=1e-8)
-    np.testing.assert_allclose(hier.score_samples(conf), spec.score_samples(conf), atol=1e-8)
+    kw = dict(tree=tree, max_iter=0, random_state=0)
+    hier = HierarchicalTensorLTM(k, linker=linker, **kw).fit(conf, sample_weight=p)
+    spec = SpectralLatentTree(k, **kw).fit(conf, sample_weight=p)
+    sign, logabs = hier.raw_log_abs(conf)
+    np.testing.assert_allclose(sign * np.exp(logabs), p, rtol=1e-8, atol=1e-15)
+    np.testing.assert_allclose(hier.score_samples(conf), np.log(p), atol=1e-7)
+    np.testing.assert_allclose(hier.score_samples(conf), spec.score_samples(conf), atol=1e-7)
 
 
 def test_correctly_specified_close_to_spectral_on_samples():
-    """From samples both linkers are within a few thousandths of a nat of the truth, as
-    the spectral algorithm (the optimal linker fits sampling noise of the large sparse
-    unfoldings too: its per-row deviation is larger, 0.06-0.07 vs 0.04-0.07 nats)."""
+    """From samples the raw decompositions of both linkers are within a few thousandths
+    of a nat of the truth, as the spectral algorithm (the optimal linker fits sampling
+    noise of the large sparse unfoldings too: its per-row deviation is larger), and so
+    are the normalised models polished by EM."""
     model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, random_state=0)
     X, X_test = model.sample(20_000, random_state=1), model.sample(2000, random_state=2)
     truth = model.log_likelihood(X_test)
-    spec = SpectralLatentTree(2, tree=model.tree).fit(X).score_samples(X_test)
+    spec = SpectralLatentTree(2, tree=model.tree, random_state=0).fit(X)
+    raw_spec = spec.raw_log_abs(X_test)[1]
     for linker in ("optimal", "inverse"):
-        hier = HierarchicalTensorLTM(2, linker=linker, tree=model.tree).fit(X)
-        s = hier.score_samples(X_test)
-        assert abs(np.mean(truth - s) - np.mean(truth - spec)) < 0.005
-        assert np.mean(np.abs(truth - s)) < 0.08
+        hier = HierarchicalTensorLTM(2, linker=linker, tree=model.tree, random_state=0).fit(X)
+        raw = hier.raw_log_abs(X_test)[1]
+        assert abs(np.mean(truth - raw) - np.mean(truth - raw_spec)) < 0.005
+        assert np.mean(np.abs(truth - raw)) < 0.08
+        assert abs(hier.score(X_test) - spec.score(X_test)) < 0.005
 
 
 def _raw_joint(params, codes):
@@ -174,23 +181,27 @@ def test_ground_truth_error_shrinks_with_n():
     assert gaps[2] < 0.005
 
 
-def test_shared_api_supervised_conditional_missing_and_grid_search():
+def test_shared_api_classifier_conditional_missing_and_grid_search():
     tree = balanced_binary_tree(8)
     a = LatentTreeModel.random(tree, 3, 4, noise=0.6, random_state=0)
     b = LatentTreeModel.random(tree, 3, 4, noise=0.6, random_state=1)
     X = np.vstack([a.sample(4000, random_state=1), b.sample(4000, random_state=2)])
     y = np.repeat([0, 1], 4000)
-    clf = HierarchicalTensorLTM(3, tree=tree).fit(X, y)
+    clf = LatentTreeClassifier(HierarchicalTensorLTM(3, tree=tree, random_state=0)).fit(X, y)
     bayes = np.mean((b.log_likelihood(X) > a.log_likelihood(X)) == y)
     assert np.mean(clf.predict(X) == y) > bayes - 0.02
     np.testing.assert_allclose(clf.predict_proba(X[:20]).sum(axis=1), 1.0)
     X_nan = X[:200].astype(float)
     X_nan[::3, 2] = np.nan
     X_nan[::5, 6] = np.nan
-    est = HierarchicalTensorLTM(3, tree=tree).fit(a.sample(20_000, random_state=3))
+    est = HierarchicalTensorLTM(3, tree=tree, random_state=0).fit(a.sample(20_000, random_state=3))
     s = est.score_samples(X_nan)
-    # NaN entries are marginalised: compare with the exact marginal likelihood
-    assert np.mean(np.abs(s - a.log_likelihood(X_nan))) < 0.1
+    # NaN entries are marginalised exactly: the sum over every fill of row 0 (column 2)
+    fills = np.repeat(X_nan[:1], 4, axis=0)
+    fills[:, 2] = np.arange(4)
+    assert s[0] == pytest.approx(np.log(np.exp(est.score_samples(fills)).sum()), rel=1e-10)
+    # and close to the exact marginal likelihood of the truth (measured: 0.105 nats/row)
+    assert np.mean(np.abs(s - a.log_likelihood(X_nan))) < 0.15
     cond = est.conditional_proba(X_nan, target=2)
     np.testing.assert_allclose(cond.sum(axis=1), 1.0)
     gs = GridSearchCV(HierarchicalTensorLTM(tree=tree), {"n_hidden_states": [1, 2, 3]}, cv=3)
@@ -203,7 +214,7 @@ def test_missing_values_in_training_and_learned_structure():
     X_test = model.sample(2000, random_state=1)
     rng = np.random.default_rng(0)
     X[rng.random(X.shape) < 0.05] = np.nan
-    est = HierarchicalTensorLTM(2, structure="nj").fit(X)
+    est = HierarchicalTensorLTM(2, structure="nj", random_state=0).fit(X)
     gap = np.mean(model.log_likelihood(X_test) - est.score_samples(X_test))
     assert est.tree_.n_observed == 8
     assert abs(gap) < 0.03

@@ -8,7 +8,8 @@ from sklearn.kernel_approximation import Nystroem
 from sklearn.model_selection import GridSearchCV
 from sklearn.naive_bayes import GaussianNB
 
-from ltm_sklearn import KernelLatentTree, SpectralLatentTree
+from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, SpectralLatentTree
+from ltm_sklearn._spectral import spectral_log_abs
 from ltm_sklearn.datasets import (
     GaussianLeafTreeModel,
     LatentTreeModel,
@@ -150,10 +151,10 @@ def test_one_hot_limit_equals_the_discrete_spectral_algorithm(tree):
     model = LatentTreeModel.random(tree, 2, 2, random_state=0)
     X = model.sample(5000, random_state=0).astype(float)
     kern = KernelLatentTree(2, tree=tree, bandwidth_scale=0.05).fit(X)
-    spec = SpectralLatentTree(2, tree=tree).fit(X)
+    spec = SpectralLatentTree(2, tree=tree, max_iter=0).fit(X)
     configs = model.all_configurations()
-    _, a = kern._component_log_abs(kern.components_[0].params, kern._encode(configs))
-    _, b = spec._component_log_abs(spec.components_[0].params, spec._encode(configs))
+    _, a = spectral_log_abs(kern.raw_estimate_, kern._encode(configs))
+    _, b = spec.raw_log_abs(configs)
     h = np.asarray(kern.feature_map_.bandwidths_)
     np.testing.assert_allclose(a + 0.5 * np.log(2 * np.pi * h**2).sum(), b, atol=1e-9)
 
@@ -201,7 +202,7 @@ def test_grid_search_picks_the_number_of_hidden_states(d):
     assert search.best_params_["n_hidden_states"] == d
 
 
-def test_supervised_mode_close_to_bayes_and_above_gaussian_nb():
+def test_classifier_close_to_bayes_and_above_gaussian_nb():
     tree = balanced_binary_tree(8)
     a = GaussianLeafTreeModel.random(tree, 2, random_state=3)
     b = GaussianLeafTreeModel.random(tree, 2, random_state=4)
@@ -214,7 +215,7 @@ def test_supervised_mode_close_to_bayes_and_above_gaussian_nb():
     X_test, y_test = data(2000, 1)
     bayes_pred = np.where(b.log_likelihood(X_test) > a.log_likelihood(X_test), "b", "a")
     bayes = np.mean(bayes_pred == y_test)
-    clf = KernelLatentTree(2, bandwidth_scale=0.5).fit(X, y)
+    clf = LatentTreeClassifier(KernelLatentTree(2, bandwidth_scale=0.5)).fit(X, y)
     proba = clf.predict_proba(X_test)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     acc = np.mean(clf.predict(X_test) == y_test)

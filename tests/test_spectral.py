@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ltm_sklearn import SpectralLatentTree
-from ltm_sklearn._spectral import computation_tree, spectral_log_abs
+from ltm_sklearn._spectral import computation_tree
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,
@@ -25,12 +25,14 @@ TINY_TREES = {
 }
 
 
-def population_fit(model, k):
-    """Fit on every configuration weighted by its exact probability: exact moments."""
+def population_fit(model, k, **kw):
+    """Fit on every configuration weighted by its exact probability: exact moments. The
+    model is the moment estimate (``max_iter=0``: EM's pseudo-counts would weigh against
+    weights that sum to one)."""
     conf = model.all_configurations()
     p = np.exp(model.log_likelihood(conf))
-    est = SpectralLatentTree(k, tree=model.tree).fit(conf, sample_weight=p)
-    return est, conf, p
+    est = SpectralLatentTree(k, tree=model.tree, max_iter=0, random_state=0, **kw)
+    return est.fit(conf, sample_weight=p), conf, p
 
 
 @pytest.mark.parametrize("name", sorted(TINY_TREES))
@@ -38,21 +40,23 @@ def test_exact_moments_recover_the_joint(name):
     tree, k, n = TINY_TREES[name]
     model = LatentTreeModel.random(tree, k, n, random_state=0)
     est, conf, p = population_fit(model, k)
-    q = np.exp(est.score_samples(conf))
-    assert est.n_floored_ == 0
-    # brute-force enumeration of the true joint vs. the observable representation
-    np.testing.assert_allclose(q, p, rtol=1e-9, atol=1e-15)
+    # brute-force enumeration of the true joint vs. the raw observable representation ...
+    sign, logabs = est.raw_log_abs(conf)
+    np.testing.assert_allclose(sign * np.exp(logabs), p, rtol=1e-9, atol=1e-15)
+    # ... and vs. the explicit model recovered from it (tensor power iterations: 1e-7)
+    np.testing.assert_allclose(np.exp(est.score_samples(conf)), p, rtol=1e-7, atol=1e-15)
 
 
 @pytest.mark.parametrize("name", ["balanced8", "hmm6", "star5"])
-def test_estimate_sums_to_one_from_samples(name):
+def test_raw_estimate_sums_to_one_from_samples(name):
     tree, k, n = TINY_TREES[name]
     model = LatentTreeModel.random(tree, k, n, random_state=1)
     est = SpectralLatentTree(k, tree=tree).fit(model.sample(3000, random_state=0))
-    sign, logabs = spectral_log_abs(
-        est.components_[0].params, est._encode(model.all_configurations())
-    )
+    sign, logabs = est.raw_log_abs(model.all_configurations())
     assert np.sum(sign * np.exp(logabs)) == pytest.approx(1.0, abs=1e-10)
+    assert np.exp(est.score_samples(model.all_configurations())).sum() == pytest.approx(
+        1.0, abs=1e-10
+    )
 
 
 def test_error_shrinks_with_n():
@@ -132,6 +136,9 @@ def test_unseen_category_gets_small_finite_probability():
     seen = est.score_samples([[0, 1, 2, 1]])[0]
     unseen = est.score_samples([[0, 1, 7, 1]])[0]
     assert np.isfinite(unseen) and unseen < seen - 5
+    # the unseen entry contributes the constant unseen_proba_: the other columns as if missing
+    rest = est.score_samples([[0, 1, np.nan, 1]])[0]
+    assert unseen == pytest.approx(rest + np.log(est.unseen_proba_[2]))
 
 
 def test_high_degree_nodes_are_binarised_with_low_order_moments():
@@ -152,7 +159,7 @@ def test_k_larger_than_states_uses_available_rank():
 
 def test_learned_structure_by_default():
     model = LatentTreeModel.random(balanced_binary_tree(8), 2, 4, noise=0.3, random_state=0)
-    est = SpectralLatentTree(2).fit(model.sample(20_000, random_state=0))
+    est = SpectralLatentTree(2, random_state=0).fit(model.sample(20_000, random_state=0))
     assert est.tree_.n_observed == 8
     X_test = model.sample(2000, random_state=1)
     assert abs(model.log_likelihood(X_test).mean() - est.score(X_test)) < 0.05
@@ -167,6 +174,8 @@ def test_observed_internal_nodes_are_exact_with_hidden_copies():
     conf = model.all_configurations()
     p = np.exp(model.log_likelihood(conf))
     assert p.sum() == pytest.approx(1.0)
-    est = SpectralLatentTree(3, tree=tree).fit(conf, sample_weight=p)
-    assert est.tree_.degree(0) == 3  # the user's tree is kept as given
-    np.testing.assert_allclose(np.exp(est.score_samples(conf)), p, rtol=1e-9)
+    est = SpectralLatentTree(3, tree=tree, max_iter=0, random_state=0)
+    est.fit(conf, sample_weight=p)
+    assert est.tree_.degree(0) == 3  # the user's tree is kept as given, and modelled as is
+    assert set(est.cpts_[1].shape) == {3}  # P(X_1 | X_0): an observed-observed table
+    np.testing.assert_allclose(np.exp(est.score_samples(conf)), p, rtol=1e-7)

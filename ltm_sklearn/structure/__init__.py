@@ -1,9 +1,10 @@
 """Structure learning: tree metrics and tree reconstruction (functions first)."""
 
-from .chow_liu import chow_liu_tree, clnj, clrg
+from .chow_liu import chow_liu, chow_liu_tree, clnj, clrg
 from .distances import (
     gaussian_distance,
     kernel_distance,
+    mutual_information,
     nonparanormal_distance,
     spectral_distance,
 )
@@ -20,6 +21,8 @@ __all__ = [
     "neighbor_joining",
     "recursive_grouping",
     "chow_liu_tree",
+    "chow_liu",
+    "mutual_information",
     "clrg",
     "clnj",
     "learn_tree",

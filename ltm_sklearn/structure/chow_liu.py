@@ -22,7 +22,7 @@ from .distances import check_distance_matrix
 from .nj import neighbor_joining
 from .rg import recursive_grouping, suppress_degree_two_hidden
 
-__all__ = ["chow_liu_tree", "clrg", "clnj"]
+__all__ = ["chow_liu_tree", "chow_liu", "clrg", "clnj"]
 
 #: observed nodes used to estimate the distance of a hidden node (the nearest ones)
 _N_NEAREST = 4
@@ -47,6 +47,37 @@ def chow_liu_tree(D):
     np.fill_diagonal(W, 0.0)
     mst = minimum_spanning_tree(W).tocoo()
     return sorted((int(min(u, v)), int(max(u, v))) for u, v in zip(mst.row, mst.col))
+
+
+def chow_liu(mutual_info, feature_names=None):
+    """The Chow-Liu tree (Chow & Liu 1968) over the observed columns, no hidden nodes.
+
+    The maximum-weight spanning tree of the pairwise mutual information: among all trees
+    over the columns, the one of maximum likelihood. Every column is an observed node;
+    the inner ones are observed internal nodes.
+
+    Parameters
+    ----------
+    mutual_info : array-like of shape (d, d)
+        Pairwise mutual information (:func:`~ltm_sklearn.structure.mutual_information`).
+
+    Returns
+    -------
+    LatentTree
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> M = np.array([[0, 0.5, 0.1], [0.5, 0, 0.3], [0.1, 0.3, 0]])
+    >>> chow_liu(M).edges
+    [(0, 1), (1, 2)]
+    """
+    M = check_distance_matrix(mutual_info)
+    d = M.shape[0]
+    if d == 1:
+        return LatentTree([], 1, feature_names=feature_names)
+    edges = chow_liu_tree(M.max() - M)
+    return LatentTree(edges, d, feature_names=feature_names)
 
 
 def clrg(D, threshold=1e-8, feature_names=None):

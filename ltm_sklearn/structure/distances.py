@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "mutual_information",
     "spectral_distance",
     "gaussian_distance",
     "nonparanormal_distance",
@@ -45,6 +46,31 @@ def spectral_distance(moments, n_hidden_states):
         val += 0.5 * (np.sum(np.log(np.maximum(si, _TINY))) + np.sum(np.log(np.maximum(sj, _TINY))))
         D[i, j] = D[j, i] = max(val, 0.0)
     return D
+
+
+def mutual_information(moments):
+    """Pairwise mutual information ``I(X_i; X_j)`` (nats) of categorical columns.
+
+    Computed from the pair tables of ``moments`` (rows observing both columns); the
+    weight of the maximum-weight spanning tree of this matrix is the log-likelihood gain
+    of the Chow-Liu tree over independence (Chow & Liu 1968).
+
+    Parameters
+    ----------
+    moments : MomentEstimator
+
+    Returns
+    -------
+    ndarray of shape (n_features, n_features), zero diagonal.
+    """
+    d = len(moments.n_states)
+    M = np.zeros((d, d))
+    for (i, j), P in moments.all_pairs().items():
+        pi = P.sum(axis=1, keepdims=True)
+        pj = P.sum(axis=0, keepdims=True)
+        nz = P > 0
+        M[i, j] = M[j, i] = max(float(np.sum(P[nz] * np.log(P[nz] / (pi @ pj)[nz]))), 0.0)
+    return M
 
 
 def kernel_distance(features, n_singular=1):

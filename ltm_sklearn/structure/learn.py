@@ -11,7 +11,7 @@ from .rg import recursive_grouping
 
 __all__ = ["STRUCTURE_METHODS", "learn_tree", "sample_threshold"]
 
-STRUCTURE_METHODS = ("nj", "rg", "clrg", "clnj", "star", "quartet")
+STRUCTURE_METHODS = ("auto", "chow_liu", "nj", "rg", "clrg", "clnj", "star", "quartet")
 #: methods that work from a distance matrix (``"quartet"`` needs 4-way moments)
 DISTANCE_METHODS = ("nj", "rg", "clrg", "clnj", "star")
 
