@@ -26,6 +26,7 @@ over all columns, and the conditional mean of a column given the others follows 
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -139,7 +140,13 @@ class KernelLatentTree(BaseLatentTree):
     ----------
     tree_ : LatentTree
     feature_map_ : RBFFeatureMap
-        Bandwidths, landmarks and Nystroem projections of every column.
+        Bandwidths, landmarks and Nystroem projections of every column (of the
+        standardised columns ``(X - center_) / scale_``).
+    center_, scale_ : ndarray of shape (n_features,)
+        Weighted mean and standard deviation of every column (scale 1 for a constant
+        column).
+    bandwidths_ : ndarray of shape (n_features,)
+        Kernel bandwidth of every column, in the units of ``X``.
     raw_estimate_ : SpectralParams
         The fitted observable representation.
     n_floored_ : int
@@ -173,7 +180,7 @@ class KernelLatentTree(BaseLatentTree):
 
     The estimate converges to the truth smoothed by the kernels (here exact):
 
-    >>> smoothed = truth.smoothed(est.feature_map_.bandwidths_)
+    >>> smoothed = truth.smoothed(est.bandwidths_)
     >>> gap = smoothed.log_likelihood(X_test).mean() - est.score(X_test)
     >>> bool(abs(gap) < 0.05)
     True
@@ -216,23 +223,6 @@ class KernelLatentTree(BaseLatentTree):
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y=None, sample_weight=None):
-        """Fit the kernel latent tree density.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Continuous (numeric) data; NaN marks a missing entry (available-case moments).
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self
-        """
-        return super().fit(X, y, sample_weight)
-
     # ------------------------------------------------------------------ data hooks
     _allowed_kinds = "biuf"
 
@@ -266,12 +256,28 @@ class KernelLatentTree(BaseLatentTree):
                     f"bandwidth must hold {X.shape[1]} positive values (one per column), "
                     f"got {self.bandwidth!r}."
                 )
+        observed = ~np.isnan(X)
+        if sample_weight is not None:
+            observed &= (np.asarray(sample_weight) > 0)[:, None]
+        empty = np.flatnonzero(~observed.any(axis=0))
+        if empty.size:
+            raise ValueError(
+                f"Columns {empty[:10].tolist()} have no observed value: a continuous column "
+                "without data has no density to estimate. Drop them."
+            )
+        self.center_, self.scale_ = _column_scales(X, sample_weight)
+        Z = (X - self.center_) / self.scale_
+        if bandwidths is not None:
+            bandwidths = bandwidths / self.scale_
         self.feature_map_ = RBFFeatureMap(self.n_components, self.bandwidth_scale, bandwidths)
-        self.feature_map_.fit(X, sample_weight)
-        return _KernelData(X, self.feature_map_.transform(X))
+        self.feature_map_.fit(Z, sample_weight)
+        self.bandwidths_ = np.asarray(self.feature_map_.bandwidths_) * self.scale_
+        self._training_data = _KernelData(Z, self.feature_map_.transform(Z))
+        return self._training_data
 
     def _encode(self, X):
-        return KernelEvaluation(self.feature_map_, np.asarray(X, dtype=np.float64))
+        X = np.asarray(X, dtype=np.float64)
+        return KernelEvaluation(self.feature_map_, (X - self.center_) / self.scale_)
 
     def _moments(self, data, sample_weight):
         return KernelMoments(self.feature_map_, data.X, sample_weight, features=data.features)
@@ -318,6 +324,28 @@ class KernelLatentTree(BaseLatentTree):
         extras = {"raw_estimate_": raw, "floor_": self._floor_model(moments)}
         return FittedModel(tree, None, None, extras=extras)
 
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the kernel latent tree density.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Continuous (numeric) data; NaN marks a missing entry (available-case moments).
+            Columns are standardised internally (any scale works); densities are reported
+            in the units of ``X``.
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        super().fit(X, y, sample_weight)
+        self._check_floor(self._training_data)
+        del self._training_data
+        return self
+
     def _set_fitted(self, fitted):
         for name, value in fitted.extras.items():
             setattr(self, name, value)
@@ -327,7 +355,25 @@ class KernelLatentTree(BaseLatentTree):
         log_floor = np.log(FLOOR_RATIO) + self._log_floor(data)
         keep = (sign > 0) & np.isfinite(logabs) & (logabs >= log_floor)
         self.n_floored_ = int(np.sum(~keep))
-        return np.where(keep, logabs, log_floor)
+        # the density of the standardised columns, back in the units of X (Jacobian)
+        jacobian = np.where(np.isnan(data.X), 0.0, np.log(self.scale_)).sum(axis=1)
+        return np.where(keep, logabs, log_floor) - jacobian
+
+    def _check_floor(self, data):
+        """Warn when most training rows fall under the floor: the estimate is not a
+        usable density (bandwidth far too small, or far more hidden states than the data
+        support)."""
+        rows = np.arange(data.X.shape[0])[:: max(1, data.X.shape[0] // 2000)]
+        self._log_likelihood(KernelEvaluation(self.feature_map_, data.X[rows]))
+        share = self.n_floored_ / rows.size
+        if share > 0.5:
+            warnings.warn(
+                f"{share:.0%} of the training rows have a non-positive density estimate "
+                "and are scored by the floor: the model is not a usable density. Increase "
+                "bandwidth_scale or lower n_hidden_states.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     # ------------------------------------------------------------------ queries
     def conditional_mean(self, X, target):
@@ -352,9 +398,8 @@ class KernelLatentTree(BaseLatentTree):
         """
         check_is_fitted(self)
         j = self._target_index(target)
-        X = np.asarray(self._validate_X(X, reset=False), dtype=np.float64)
         fmap = self.feature_map_
-        evaluation = KernelEvaluation(fmap, X)  # one feature cache for both passes
+        evaluation = self._encode(self._validate_X(X, reset=False))  # one feature cache
         parts = {}
         for name, vector in (("num", fmap.first_moments_[j]), ("den", fmap.integrals_[j])):
             evaluation.fixed = {j: vector}
@@ -365,7 +410,8 @@ class KernelLatentTree(BaseLatentTree):
             value = s_num * np.exp(log_num - log_den)
         ok &= np.isfinite(value)
         self.n_floored_ = int(np.sum(~ok))
-        return np.where(ok, value, self.floor_[0][j])
+        value = np.where(ok, value, self.floor_[0][j])
+        return value * self.scale_[j] + self.center_[j]
 
     def conditional_proba(self, X, target):
         """Not defined for continuous columns: use :meth:`conditional_mean`."""
@@ -385,9 +431,32 @@ class KernelLatentTree(BaseLatentTree):
     def _shared_params(self):
         """Parameters that make per-class models of a classifier share this fit's tree
         and smoothing."""
-        return {"tree": self.tree_, "bandwidth": np.asarray(self.feature_map_.bandwidths_)}
+        return {"tree": self.tree_, "bandwidth": self.bandwidths_}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = False
         return tags
+
+
+def _column_scales(X, sample_weight=None):
+    """Weighted mean and standard deviation of every column over its observed entries,
+    computed without overflow for any magnitude (scale 1 for constant or empty columns)."""
+    n, d = X.shape
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    center, scale = np.zeros(d), np.ones(d)
+    for j in range(d):
+        obs = ~np.isnan(X[:, j]) & (w > 0)
+        if not obs.any():
+            continue
+        x, wj = X[obs, j], w[obs]
+        big = np.max(np.abs(x))
+        if big == 0:
+            continue
+        y = x / big  # in [-1, 1]: no overflow in the moments
+        m = np.average(y, weights=wj)
+        sd = np.sqrt(np.average((y - m) ** 2, weights=wj))
+        center[j] = m * big
+        if sd > 0 and np.isfinite(sd * big) and sd * big > 0:
+            scale[j] = sd * big
+    return center, scale

@@ -79,20 +79,21 @@ def computation_tree(tree):
         nodes.append(_Node(host=host, children=list(children), leaves=leaves))
         return len(nodes) - 1
 
-    def expand(u, is_root):
+    done = {}  # tree node -> its computation node
+    for u in tree.postorder:  # children before parents: no recursion, any depth
+        u = int(u)
         if u < tree.n_observed and not tree.children[u]:
             nodes.append(_Node(host=u, leaves=(u,)))
-            return len(nodes) - 1
-        kids = [expand(c, False) for c in tree.children[u]]
-        limit = 3 if is_root else 2
+            done[u] = len(nodes) - 1
+            continue
+        kids = [done.pop(c) for c in tree.children[u]]
+        limit = 3 if u == tree.root else 2
         while len(kids) > limit:
             grouped = [new(u, kids[i : i + 2]) for i in range(0, len(kids) - 1, 2)]
             if len(kids) % 2:
                 grouped.append(kids[-1])
             kids = grouped
-        return new(u, kids)
-
-    expand(tree.root, True)
+        done[u] = new(u, kids)
     return nodes
 
 

@@ -36,6 +36,8 @@ __all__ = [
     "deep_tree",
     "sample_sign_flip_tree",
     "GaussianLeafTreeModel",
+    "TABLES",
+    "load_table",
 ]
 
 
@@ -366,3 +368,71 @@ def _draw(cum, rng, n):
     u = rng.random_sample(n)[:, None]
     out = (u > cum).sum(axis=1)
     return np.minimum(out, cum.shape[1] - 1)
+
+
+# ---------------------------------------------------------------------- bundled tables
+#: names of the bundled public tables (see ``ltm_sklearn/data/README.md``)
+TABLES = (
+    "australian",
+    "breast",
+    "car",
+    "contraceptive",
+    "crx",
+    "german",
+    "lymphography",
+    "marketing",
+    "monk2",
+    "pima",
+    "segment",
+    "wdbc",
+)
+
+
+def load_table(name, columns="all"):
+    """Load one of the bundled public tables (KEEL copies of UCI tables).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`TABLES`.
+    columns : {"all", "categorical", "numeric"}, default="all"
+        Which feature columns to return.
+
+    Returns
+    -------
+    X : pandas.DataFrame
+        Categorical columns as pandas ``Categorical`` (string categories), numeric
+        columns as float.
+    y : ndarray of str
+        The class of every row.
+
+    Examples
+    --------
+    >>> X, y = load_table("breast")
+    >>> X.shape, sorted(set(y))
+    ((277, 9), ['no-recurrence-events', 'recurrence-events'])
+    """
+    import json
+    from importlib import resources
+
+    import pandas as pd
+
+    if name not in TABLES:
+        raise ValueError(f"Unknown table {name!r}; the bundled tables are {TABLES}.")
+    if columns not in ("all", "categorical", "numeric"):
+        raise ValueError(f"columns must be 'all', 'categorical' or 'numeric', got {columns!r}.")
+    folder = resources.files("ltm_sklearn") / "data"
+    schema = json.loads((folder / "schema.json").read_text())[name]
+    with (folder / f"{name}.csv.gz").open("rb") as fh:
+        df = pd.read_csv(fh, compression="gzip", dtype=str, keep_default_na=False)
+    y = df.pop("y").to_numpy()
+    for c in schema["numeric"]:
+        df[c] = df[c].astype(float)
+    for c in schema["categorical"]:
+        df[c] = df[c].astype("category")
+    keep = {
+        "all": list(df.columns),
+        "categorical": schema["categorical"],
+        "numeric": schema["numeric"],
+    }[columns]
+    return df[[c for c in df.columns if c in keep]], y

@@ -213,6 +213,16 @@ class LatentTree:
         self.preorder = np.asarray(order, dtype=np.int64)
         self.postorder = self.preorder[::-1].copy()
 
+    def depth_first_order(self):
+        """Nodes in depth-first preorder from the root (children in the order of
+        :attr:`children`); iterative, so any depth works."""
+        out, stack = [], [self.root]
+        while stack:
+            u = stack.pop()
+            out.append(u)
+            stack.extend(reversed(self.children[u]))
+        return out
+
     def rooted_at(self, root):
         """Return a copy of the tree rooted at ``root``."""
         return LatentTree(self.edges, self.n_observed, root=root, feature_names=self.feature_names)
@@ -246,6 +256,27 @@ class LatentTree:
                     "estimator needs every observed variable at a leaf."
                 )
         return self
+
+    def relabelled(self, feature_names):
+        """The same tree with its observed nodes renumbered to follow ``feature_names``.
+
+        A tree built with its own ``feature_names`` (e.g. from a Newick string) is mapped
+        onto the columns of a DataFrame by name, whatever their order.
+        """
+        names = [str(f) for f in feature_names]
+        if self.feature_names is None or list(self.feature_names) == names:
+            return self
+        if sorted(self.feature_names) != sorted(names):
+            missing = sorted(set(names) - set(self.feature_names))
+            extra = sorted(set(self.feature_names) - set(names))
+            raise ValueError(
+                f"The tree's observed nodes are named {extra[:5]} where the columns are "
+                f"{missing[:5]}: the leaves of the tree must match the columns one to one."
+            )
+        where = {name: i for i, name in enumerate(names)}
+        relabel = {u: where[self.feature_names[u]] for u in range(self.n_observed)}
+        edges = [(relabel.get(u, u), relabel.get(v, v)) for u, v in self.edges]
+        return LatentTree(edges, self.n_observed, feature_names=names)
 
     def with_observed_leaves(self):
         """Equivalent tree in which every observed variable is a leaf.
@@ -298,9 +329,11 @@ class LatentTree:
         else:
             numeric = [lab for lab in labels if lab is not None]
             if not all(re.fullmatch(r"\d+", lab) for lab in numeric):
+                names_used = [lab for lab in numeric if not re.fullmatch(r"\d+", lab)]
                 raise ValueError(
-                    "Newick labels are not column indices; pass feature_names to map them "
-                    "to columns."
+                    f"Newick labels {names_used[:5]} are not column indices and no column "
+                    "names are given: pass feature_names (an estimator takes them from the "
+                    "columns of a DataFrame), or label the leaves 0..d-1."
                 )
             n_obs = max((int(lab) for lab in numeric), default=-1) + 1
             index = {str(i): i for i in range(n_obs)}
@@ -319,22 +352,21 @@ class LatentTree:
         absent = sorted(set(index) - set(used), key=lambda s: index[s])
         if absent:
             raise ValueError(f"Columns {absent[:10]} do not appear in the Newick tree.")
-        counter = [n_observed]
-        edges = []
-
-        def assign(node):
+        counter = n_observed
+        ids = {}
+        for node in _postorder(root)[::-1]:  # parents first: hidden ids in preorder
             if node["label"] is not None:
-                nid = index[node["label"]]
+                ids[id(node)] = index[node["label"]]
+            elif not node["children"]:
+                raise ValueError("The Newick tree has an unlabelled leaf.")
             else:
-                if not node["children"]:
-                    raise ValueError("The Newick tree has an unlabelled leaf.")
-                nid = counter[0]
-                counter[0] += 1
-            for child in node["children"]:
-                edges.append((nid, assign(child)))
-            return nid
-
-        assign(root)
+                ids[id(node)] = counter
+                counter += 1
+        edges = [
+            (ids[id(node)], ids[id(child)])
+            for node in _postorder(root)
+            for child in node["children"]
+        ]
         return cls(edges, n_observed, feature_names=names)
 
     def to_newick(self, feature_names=None):
@@ -346,13 +378,13 @@ class LatentTree:
                 return ""
             return _quote(str(names[u])) if names is not None else str(u)
 
-        def rec(u):
+        text = {}
+        for u in self.postorder:  # children first: no recursion, any depth
             kids = self.children[u]
-            if not kids:
-                return label(u)
-            return "(" + ",".join(rec(c) for c in kids) + ")" + label(u)
-
-        return rec(self.root) + ";"
+            text[u] = label(u)
+            if kids:
+                text[u] = "(" + ",".join(text.pop(c) for c in kids) + ")" + text[u]
+        return text[self.root] + ";"
 
     @classmethod
     def from_networkx(cls, graph, feature_names=None):
@@ -421,6 +453,8 @@ class LatentTree:
         """
         if isinstance(tree, LatentTree):
             out = tree
+            if feature_names is not None and tree.feature_names is not None:
+                out = tree.relabelled(feature_names)
         elif isinstance(tree, str):
             names = feature_names
             if names is not None and not _newick_uses(tree, names):
@@ -454,13 +488,13 @@ class LatentTree:
         depth = np.zeros(self.n_nodes)
         for u in self.preorder[1:]:
             depth[u] = depth[self.parent[u]] + 1
+        # leaves left to right in depth-first order (so no two edges cross), every inner
+        # node above the middle of its children
         x = np.zeros(self.n_nodes)
-        counter = [0.0]
+        leaves = [u for u in self.depth_first_order() if not self.children[u]]
+        x[leaves] = np.arange(len(leaves))
         for u in self.postorder:
-            if not self.children[u]:
-                x[u] = counter[0]
-                counter[0] += 1
-            else:
+            if self.children[u]:
                 x[u] = np.mean([x[c] for c in self.children[u]])
         for u, v in self.edges:
             ax.plot([x[u], x[v]], [-depth[u], -depth[v]], color="0.4", lw=1, zorder=1)
@@ -513,58 +547,78 @@ _TOKEN = re.compile(r"\s*(\(|\)|,|;|:[^,();]*|'(?:[^']|'')*'|[^,();:\s]+)")
 
 
 def _parse_newick(text):
+    """Parse a Newick string into nested ``{"label", "children"}`` dicts (iteratively, so
+    any nesting depth works)."""
     tokens = [t for t in _TOKEN.findall(text.strip()) if t.strip()]
     if not tokens or tokens[-1] != ";":
         raise ValueError("A Newick string must end with ';'.")
-    pos = [0]
-
-    def peek():
-        return tokens[pos[0]] if pos[0] < len(tokens) else None
-
-    def take():
-        tok = tokens[pos[0]]
-        pos[0] += 1
-        return tok
-
-    def node():
-        children = []
-        if peek() == "(":
-            take()
-            children.append(node())
-            while peek() == ",":
-                take()
-                children.append(node())
-            if peek() != ")":
-                raise ValueError(f"Unbalanced parentheses in Newick string near token {pos[0]}.")
-            take()
-        label = None
-        tok = peek()
-        if tok is not None and tok not in "(),;" and not tok.startswith(":"):
-            label = take()
-            if label.startswith("'"):
-                label = label[1:-1].replace("''", "'")
-        if peek() is not None and peek().startswith(":"):
-            take()
-        return {"label": label, "children": children}
-
-    root = node()
-    if peek() != ";" or pos[0] != len(tokens) - 1:
-        raise ValueError("Unexpected text after the end of the Newick tree.")
+    root = {"label": None, "children": []}
+    stack = [root]  # open nodes; the last is the one being read
+    current = root
+    pos = 0
+    for pos, tok in enumerate(tokens[:-1]):
+        if tok == "(":
+            child = {"label": None, "children": []}
+            current["children"].append(child)
+            stack.append(child)
+            current = child
+        elif tok == ",":
+            if len(stack) < 2:
+                raise ValueError(f"Unexpected ',' outside parentheses near token {pos}.")
+            stack.pop()
+            child = {"label": None, "children": []}
+            stack[-1]["children"].append(child)
+            stack.append(child)
+            current = child
+        elif tok == ")":
+            if len(stack) < 2:
+                raise ValueError(f"Unbalanced parentheses in Newick string near token {pos}.")
+            stack.pop()
+            current = stack[-1]
+        elif tok.startswith(":"):
+            continue  # branch lengths are ignored
+        else:
+            if current["label"] is not None:
+                raise ValueError(f"Unexpected text {tok!r} in the Newick string near token {pos}.")
+            current["label"] = tok[1:-1].replace("''", "'") if tok.startswith("'") else tok
+    if len(stack) != 1:
+        raise ValueError("Unbalanced parentheses in the Newick string.")
+    _check_parsed(root)
     return root
 
 
+def _check_parsed(root):
+    # "(a,b)" opens one child per element: a node is a group of its children, so every
+    # "(" node must have at least one child and the root must be the outer group
+    for node in _postorder(root):
+        for child in node["children"]:
+            if child["label"] is None and not child["children"]:
+                raise ValueError("The Newick tree has an empty element (e.g. '(,a)').")
+    if len(root["children"]) == 1 and root["label"] is None:
+        only = root["children"][0]
+        root["children"], root["label"] = only["children"], only["label"]
+
+
+def _postorder(root):
+    """Nodes of a parsed Newick tree, children before parents (iterative)."""
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(node["children"])
+    return out[::-1]
+
+
 def _collect_labels(node, out, leaves_only=False):
-    if not (leaves_only and node["children"]):
-        out.append(node["label"])
-    for c in node["children"]:
-        _collect_labels(c, out, leaves_only)
+    for n in _postorder(node)[::-1]:
+        if not (leaves_only and n["children"]):
+            out.append(n["label"])
 
 
 def _drop_internal_labels(node, index):
-    if node["children"] and node["label"] not in index:
-        node["label"] = None
-    for c in node["children"]:
-        _drop_internal_labels(c, index)
+    for n in _postorder(node):
+        if n["children"] and n["label"] not in index:
+            n["label"] = None
 
 
 def _quote(name):

@@ -1,0 +1,198 @@
+"""Regression tests of the reliability catalogue: no silent wrong numbers, no crash on
+valid input, clear errors naming the problem."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ltm_sklearn import (
+    HierarchicalTensorLTM,
+    KernelLatentTree,
+    LatentTree,
+    LatentTreeClassifier,
+    LatentTreeEM,
+    QuartetTreeLearner,
+    SpectralLatentTree,
+)
+from ltm_sklearn.datasets import (
+    GaussianLeafTreeModel,
+    LatentTreeModel,
+    balanced_binary_tree,
+    hmm_chain,
+)
+from ltm_sklearn.metrics import robinson_foulds
+
+DISCRETE = [SpectralLatentTree, HierarchicalTensorLTM, QuartetTreeLearner, LatentTreeEM]
+
+
+def sample(n=2000, seed=0, d=6, k=2, n_states=3):
+    model = LatentTreeModel.random(balanced_binary_tree(d), k, n_states, random_state=seed)
+    return model, model.sample(n, random_state=seed)
+
+
+def test_true_and_one_are_two_categories_in_fit_and_in_scoring():
+    rng = np.random.RandomState(0)
+    col = np.array([True, 1, 2], dtype=object)[rng.randint(0, 3, 600)]
+    X = np.column_stack([col, rng.randint(0, 2, 600), rng.randint(0, 2, 600)]).astype(object)
+    est = SpectralLatentTree(1, structure="star").fit(X)  # k' = 1: independent columns
+    assert len(est.categories_[0]) == 3
+    row_true = np.array([[True, 0, 1]], dtype=object)
+    row_one = np.array([[1, 0, 1]], dtype=object)
+    alone = est.score_samples(row_true)[0]
+    together = est.score_samples(np.vstack([row_true, row_one]))
+    assert together[0] == pytest.approx(alone)
+    values = (True, 1, 2)  # (not dict keys: True == 1 in Python)
+    freq = [np.mean([type(c) is type(v) and c == v for c in col]) for v in values]
+    # the column's own (smoothed) frequencies, True and 1 apart
+    cond = est.conditional_proba(row_true, 0)[0]
+    order = [
+        next(i for i, c in enumerate(est.categories_[0]) if type(c) is type(v) and c == v)
+        for v in values
+    ]
+    np.testing.assert_allclose(cond[order], freq, atol=0.01)
+
+
+@pytest.mark.parametrize("cls", DISCRETE)
+def test_all_missing_column_contributes_a_factor_of_one(cls):
+    model, X = sample()
+    X_test = sample(500, seed=1)[1]
+    add_nan = lambda A: np.column_stack([A.astype(float), np.full(len(A), np.nan)])  # noqa: E731
+    est = cls(2, random_state=0).fit(add_nan(X))
+    ll = est.score_samples(add_nan(X_test))
+    # the model of the other columns is intact: close to the truth (measured gaps 0.001-0.02)
+    assert np.all(np.isfinite(ll))
+    assert ll.mean() > model.log_likelihood(X_test).mean() - 0.05
+    # the empty column is a leaf with one (phantom) state: a factor of one when missing
+    assert est.tree_.degree(6) == 1 and est.categories_[6] == []
+
+
+def test_kernel_refuses_an_all_missing_column():
+    X = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0).sample(300)
+    X = np.column_stack([X, np.full(300, np.nan)])
+    with pytest.raises(ValueError, match=r"Columns \[4\] have no observed value"):
+        KernelLatentTree().fit(X)
+
+
+def test_draw_places_leaves_in_depth_first_order():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    tree = LatentTree.from_newick("((0,(1,2)),(3,4));")
+    ax = tree.draw()
+    x = {}
+    for coll in ax.collections:  # one scatter per node, in node order
+        x[len(x)] = coll.get_offsets()[0][0]
+    leaves = [u for u in tree.depth_first_order() if not tree.children[u]]
+    assert [x[u] for u in leaves] == sorted(x[u] for u in leaves)
+    # every subtree holds a contiguous run of leaves: no two edges cross
+    for u in range(tree.n_nodes):
+        below = sorted(x[v] for v in tree.subtree_leaves(u))
+        if below:
+            assert below == list(np.arange(below[0], below[0] + len(below)))
+
+
+def test_deep_given_tree_fits_without_recursion():
+    model = LatentTreeModel.random(hmm_chain(1000), 2, 2, random_state=0)
+    X = model.sample(300, random_state=0)
+    est = SpectralLatentTree(2, tree=model.tree, max_iter=2).fit(X)
+    assert np.all(np.isfinite(est.score_samples(X[:5])))
+    back = LatentTree.from_newick(model.tree.to_newick())
+    assert robinson_foulds(back, model.tree) == 0 and back.n_nodes == model.tree.n_nodes
+
+
+def test_datetime_column_is_named():
+    df = pd.DataFrame(
+        {
+            "a": [1, 2, 1, 2] * 10,
+            "when": pd.date_range("2020-01-01", periods=40),
+            "c": [0, 1] * 20,
+        }
+    )
+    for est in (SpectralLatentTree(), KernelLatentTree()):
+        with pytest.raises(TypeError, match="'when'.*datetime64"):
+            est.fit(df)
+
+
+def test_score_sample_weight_is_validated():
+    _, X = sample(300)
+    est = SpectralLatentTree(random_state=0).fit(X)
+    with pytest.raises(ValueError, match="sample_weight"):
+        est.score(X, sample_weight=np.ones(5))
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        est.score(X, sample_weight=-np.ones(len(X)))
+    w = np.r_[np.ones(100), np.zeros(200)]
+    assert est.score(X, sample_weight=w) == pytest.approx(est.score(X[:100]))
+
+
+def test_missing_labels_are_named():
+    _, X = sample(20)
+    y = np.array(["a", "b"] * 9 + [None, "a"], dtype=object)
+    with pytest.raises(ValueError, match="1 missing labels"):
+        LatentTreeClassifier().fit(X, y)
+
+
+def test_tree_labels_follow_column_names():
+    model, X = sample(3000, d=4)
+    names = ["w", "x", "y", "z"]
+    df = pd.DataFrame(X, columns=names)
+    a = SpectralLatentTree(2, tree="((w,x),y,z);", random_state=0).fit(df)
+    # the same tree built with its own names, in another order
+    tree = LatentTree.from_newick("((x,w),z,y);", feature_names=["x", "w", "z", "y"])
+    b = SpectralLatentTree(2, tree=tree, random_state=0).fit(df)
+    assert a.tree_ == b.tree_
+    np.testing.assert_allclose(a.score_samples(df), b.score_samples(df))
+    with pytest.raises(ValueError, match="not column indices"):
+        SpectralLatentTree(2, tree="((w,x),y,z);").fit(X)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_kernel_works_at_any_scale(scale):
+    X = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0).sample(
+        800, random_state=0
+    )
+    ref = KernelLatentTree(random_state=0).fit(X)
+    est = KernelLatentTree(random_state=0).fit(X * scale)
+    ll = est.score_samples(X[:20] * scale)
+    assert np.all(np.isfinite(ll))
+    # a change of units shifts the log-density by the Jacobian
+    np.testing.assert_allclose(ll + 4 * np.log(scale), ref.score_samples(X[:20]), atol=1e-6)
+    np.testing.assert_allclose(
+        est.conditional_mean(X[:5] * scale, 0) / scale, ref.conditional_mean(X[:5], 0), rtol=1e-6
+    )
+
+
+def test_kernel_warns_when_most_training_rows_are_floored():
+    X = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0).sample(500)
+    with pytest.warns(UserWarning, match="non-positive density"):
+        KernelLatentTree(bandwidth_scale=1e-3).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        KernelLatentTree().fit(X)
+
+
+def test_declared_pandas_categories_are_honoured():
+    _, X = sample(1000, d=4)
+    df = pd.DataFrame(X.astype(str), columns=list("abcd"))
+    df["a"] = pd.Categorical(df["a"], categories=["0", "1", "2", "9"])
+    est = SpectralLatentTree(2, random_state=0).fit(df)
+    assert est.categories_[0] == ["0", "1", "2", "9"]
+    row = df.iloc[:1].copy()
+    row["a"] = pd.Categorical(["9"], categories=["0", "1", "2", "9"])
+    # a declared level is a known category (code 3) with a smoothed probability
+    assert est._encode(row)[0, 0] == 3
+    assert est.conditional_proba(row, "a")[0, 3] > 0
+    rest = est.score_samples(row.assign(a=np.nan))[0]
+    # the four states of column a sum to one
+    grid = pd.concat([df.iloc[:1]] * 4, ignore_index=True)
+    grid["a"] = pd.Categorical(["0", "1", "2", "9"], categories=["0", "1", "2", "9"])
+    assert np.exp(est.score_samples(grid)).sum() == pytest.approx(np.exp(rest))
+
+
+def test_em_verbose_prints_progress(capsys):
+    model, X = sample(500)
+    LatentTreeEM(2, tree=model.tree, verbose=2, random_state=0).fit(X)
+    out = capsys.readouterr().out
+    assert "EM iteration" in out and "restart 1/1" in out
