@@ -315,23 +315,23 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         return self._polish(tree, moments, root, cpts, extras, rng)
 
     def _polish(self, tree, moments, root, cpts, extras, rng=None):
-        from ._em import fit_em, unique_rows
+        from ._em import polish
         from .tensor import expand_states
 
         root, cpts = expand_states(
             tree, root, cpts, self.n_hidden_states, random_state=rng, noise=0.05
         )
-        codes, weights = unique_rows(moments.codes, moments.sample_weight)
-        evidence = CodeEvidence(codes, moments.n_states)
-        root, cpts, objective, n_iter, converged, _ = fit_em(
+        root, cpts, objective, n_iter, converged, _ = polish(
             tree,
             root,
             cpts,
-            evidence,
-            weights,
+            moments.codes,
+            moments.sample_weight,
+            moments.n_states,
             alpha=self.alpha,
             max_iter=self.max_iter,
             tol=self.tol,
+            random_state=rng,
             verbose=self.verbose,
         )
         return FittedModel(tree, root, cpts, objective, n_iter, converged, extras)

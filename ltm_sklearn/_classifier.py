@@ -174,6 +174,24 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         joint = self._joint_log_likelihood(X)
         return self.classes_[np.argmax(joint, axis=1)]
 
+    def score(self, X, y, sample_weight=None):
+        """Accuracy of ``predict(X)`` against ``y`` (the classifier convention of
+        scikit-learn, so ``cross_val_score`` without ``scoring=`` measures accuracy).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        float
+        """
+        from sklearn.metrics import accuracy_score
+
+        return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True

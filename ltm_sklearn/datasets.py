@@ -37,6 +37,7 @@ __all__ = [
     "sample_sign_flip_tree",
     "GaussianLeafTreeModel",
     "TABLES",
+    "UCI_NAMES",
     "load_table",
 ]
 
@@ -388,7 +389,43 @@ TABLES = (
 )
 
 
-def load_table(name, columns="all"):
+#: attribute names of the UCI documentation of the tables, in column order
+UCI_NAMES = {
+    "breast": [
+        "age", "menopause", "tumor_size", "inv_nodes", "node_caps", "deg_malig", "breast",
+        "breast_quad", "irradiat",
+    ],
+    "car": ["buying", "maint", "doors", "persons", "lug_boot", "safety"],
+    "contraceptive": [
+        "wife_age", "wife_education", "husband_education", "n_children", "wife_religion",
+        "wife_working", "husband_occupation", "living_standard", "media_exposure",
+    ],
+    "german": [
+        "checking_account", "duration", "credit_history", "purpose", "amount", "savings",
+        "employment_since", "installment_rate", "personal_status", "other_debtors",
+        "residence_since", "property", "age", "other_installments", "housing",
+        "existing_credits", "job", "people_liable", "telephone", "foreign_worker",
+    ],
+    "lymphography": [
+        "lymphatics", "block_of_affere", "block_of_lymph_c", "block_of_lymph_s", "by_pass",
+        "extravasates", "regeneration", "early_uptake", "lym_nodes_dimin", "lym_nodes_enlar",
+        "changes_in_lym", "defect_in_node", "changes_in_node", "changes_in_stru",
+        "special_forms", "dislocation", "exclusion_of_no", "no_of_nodes",
+    ],
+    "marketing": [
+        "sex", "marital_status", "age", "education", "occupation", "years_in_bay_area",
+        "dual_incomes", "persons_in_household", "persons_under_18", "householder_status",
+        "type_of_home", "ethnic_classification", "language",
+    ],
+    "monk2": ["a1", "a2", "a3", "a4", "a5", "a6"],
+    "pima": [
+        "pregnancies", "glucose", "blood_pressure", "skin_thickness", "insulin", "bmi",
+        "pedigree", "age",
+    ],
+}  # fmt: skip
+
+
+def load_table(name, columns="all", names=False):
     """Load one of the bundled public tables (KEEL copies of UCI tables).
 
     Parameters
@@ -397,6 +434,9 @@ def load_table(name, columns="all"):
         One of :data:`TABLES`.
     columns : {"all", "categorical", "numeric"}, default="all"
         Which feature columns to return.
+    names : bool, default=False
+        Name the columns after the attributes of the UCI documentation (where
+        :data:`UCI_NAMES` has them; the files' own names are ``x0..x{d-1}``).
 
     Returns
     -------
@@ -435,4 +475,7 @@ def load_table(name, columns="all"):
         "categorical": schema["categorical"],
         "numeric": schema["numeric"],
     }[columns]
-    return df[[c for c in df.columns if c in keep]], y
+    df = df[[c for c in df.columns if c in keep]]
+    if names and name in UCI_NAMES:
+        df = df.rename(columns={f"x{j}": n for j, n in enumerate(UCI_NAMES[name])})
+    return df, y

@@ -16,6 +16,8 @@ Functions first:
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from sklearn.utils import check_random_state
 
@@ -204,59 +206,91 @@ def _normalise_rows(C):
 
 class _NodePlan:
     """Structural choices at one hidden node: its three views and the side of every
-    observed node (which neighbour of the node leads to it)."""
+    observed node (which neighbour of the node leads to it).
+
+    A view is a group of observed variables on one side of the node, its feature the
+    concatenation of their one-hot vectors: variables on one side are conditionally
+    independent of the other sides given the node, so a group is a valid view whose
+    conditional means ``E[x | h]`` stack the conditionals ``P(y | h)`` of its members -
+    better separated than those of any single member, which keeps the decomposition
+    well conditioned when the nearest variable in a direction is far from the node.
+    """
 
     def __init__(self, node, views, side):
         self.node = node
-        self.views = views  # (x1, x2, x3), in three different directions
+        self.views = views  # three tuples of observed nodes, in three directions
         self.side = side  # observed node -> index of the neighbour towards it
         self.weights = None  # P(h), filled by the decomposition
         self.conditionals = {}  # observed y -> P(y | h), columns over the states of h
 
     def view_for(self, y):
-        """A view in another direction than ``y`` (``x3`` preferred: its conditional
+        """A view in another direction than ``y`` (the third preferred: its conditional
         comes straight from the power method)."""
-        x1, x2, x3 = self.views
-        for v in (x3, x1, x2):
-            if self.side[v] != self.side[y]:
-                return v
+        v1, v2, v3 = self.views
+        for view in (v3, v1, v2):
+            if self.side[view[0]] != self.side[y]:
+                return view
         raise AssertionError("three views lie in three directions")
 
+    def members(self):
+        return {y for view in self.views for y in view}
 
-def _plan_node(tree, h, hops, n_states):
-    """Views of hidden node ``h``: the nearest observed node (with at least two
-    categories) in each of the three directions whose nearest such node is closest
-    (``None`` with fewer than three directions)."""
+
+def _plan_node(tree, h, hops, n_states, view_size):
+    """Views of hidden node ``h``: in each of the three directions whose nearest
+    informative observed node (at least two categories) is closest, the ``view_size``
+    nearest such nodes (``None`` with fewer than three directions)."""
     d = tree.n_observed
     obs_h = hops[h, :d]
+    informative = np.asarray(n_states) >= 2
     side = np.full(d, -1)
-    firsts = []
+    groups = []
     for t, g in enumerate(tree.neighbors[h]):
         mask = hops[g, :d] < obs_h
         side[mask] = t
-        members = np.flatnonzero(mask & (np.asarray(n_states) >= 2))  # informative views
+        members = np.flatnonzero(mask & informative)
         if members.size:
-            best = min(members, key=lambda y: (obs_h[y], -n_states[y], y))
-            firsts.append((obs_h[best], t, int(best)))
-    if len(firsts) < 3:
+            order = sorted(members, key=lambda y: (obs_h[y], -n_states[y], y))
+            groups.append((obs_h[order[0]], t, tuple(int(y) for y in order[:view_size])))
+    if len(groups) < 3:
         return None
-    firsts.sort()
-    views = tuple(v for _, _, v in firsts[:3])
+    groups.sort()
+    views = tuple(group for _, _, group in groups[:3])
     return _NodePlan(h, views, {int(y): int(side[y]) for y in range(d)})
+
+
+def _block(pairs, rows, cols):
+    """The pair tables of two groups of variables side by side: ``P[x_rows, x_cols]``."""
+    return np.vstack([np.hstack([_pair(pairs, a, b) for b in cols]) for a in rows])
+
+
+def _split(M, view, n_states):
+    """Split the rows of a stacked conditional over the members of ``view``."""
+    bounds = np.cumsum([0] + [int(n_states[y]) for y in view])
+    return {y: _normalise_columns(M[bounds[i] : bounds[i + 1]]) for i, y in enumerate(view)}
 
 
 def _decompose(plan, pairs, moments, k, rng):
     """Three-view decomposition (papers/004) at one node with as many components as the
     views support (at most ``k``): sets ``plan.weights`` and the views' conditionals."""
-    x1, x2, x3 = plan.views
-    P12, P13, P23 = pairs[(x1, x2)], pairs[(x1, x3)], pairs[(x2, x3)]
-    r = int(min(k, *P12.shape, P13.shape[1]))
+    v1, v2, v3 = plan.views
+    P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
+    n = moments.n_states
+
+    def triple(B1, B2, B3):
+        # the moment of the stacked one-hot views: a sum of projected triples of members
+        requests = []
+        for view_blocks in itertools.product(
+            *(_columns_of(B, v, n) for B, v in ((B1, v1), (B2, v2), (B3, v3)))
+        ):
+            variables = tuple(y for y, _ in view_blocks)
+            requests.append((variables, tuple(b for _, b in view_blocks)))
+        return sum(moments.projected(requests))
+
+    r = int(min(k, np.linalg.matrix_rank(P12), P13.shape[1]))
+    r = max(r, 1)
     while True:
         try:
-
-            def triple(B1, B2, B3):
-                return moments.projected([((x1, x2, x3), (B1, B2, B3))])[0]
-
             w, C = three_view_decomposition(P12, P13, P23, triple, r, random_state=rng)
             break
         except (ValueError, np.linalg.LinAlgError):
@@ -265,23 +299,28 @@ def _decompose(plan, pairs, moments, k, rng):
             r -= 1
     w = np.maximum(w, _EPS)
     plan.weights = w / w.sum()
-    C = _normalise_columns(C)
-    G3 = _pinv(plan.weights[:, None] * C.T, r)
+    G3 = _pinv(plan.weights[:, None] * np.vstack(list(_split(C, v3, n).values())).T, r)
     plan.conditionals = {
-        x3: C,
-        x1: _normalise_columns(P13 @ G3),
-        x2: _normalise_columns(P23 @ G3),
+        **_split(C, v3, n),
+        **_split(P13 @ G3, v1, n),
+        **_split(P23 @ G3, v2, n),
     }
 
 
+def _columns_of(B, view, n_states):
+    """Split the columns of a projection acting on a stacked view over its members."""
+    bounds = np.cumsum([0] + [int(n_states[y]) for y in view])
+    return [(y, B[:, bounds[i] : bounds[i + 1]]) for i, y in enumerate(view)]
+
+
 def _conditional(plan, y, pairs):
-    """``P(y | h)`` for any observed ``y`` from its pair with a view in another direction:
-    ``P[y, v] = O_y diag(P(h)) O_v^T``."""
+    """``P(y | h)`` for any observed ``y`` from its pairs with a view in another
+    direction: ``P[y, V] = O_y diag(P(h)) O_V^T``."""
     if y not in plan.conditionals:
-        v = plan.view_for(y)
-        Ov = plan.conditionals[v]
+        view = plan.view_for(y)
+        Ov = np.vstack([plan.conditionals[v] for v in view])
         G = _pinv(plan.weights[:, None] * Ov.T, Ov.shape[1])
-        plan.conditionals[y] = _normalise_columns(_pair(pairs, y, v) @ G)
+        plan.conditionals[y] = _normalise_columns(_block(pairs, (y,), view) @ G)
     return plan.conditionals[y]
 
 
@@ -289,15 +328,16 @@ def _pair(pairs, i, j):
     return pairs[(i, j)] if (i, j) in pairs else pairs[(j, i)].T
 
 
-def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4):
+def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4, view_size=3):
     """Explicit CPTs on ``tree`` from three-view tensor decompositions (papers/004).
 
-    For every hidden node ``h`` with at least three neighbours, three observed variables in
-    three different neighbour directions (the nearest ones) are conditionally independent
-    given ``h``: :func:`three_view_decomposition` gives ``P(h)`` and ``P(x | h)`` for them
-    (with as many states as the views support, at most ``n_hidden_states``), and the pair
-    of any other observed ``y`` with a view in another direction gives ``P(y | h)``. The
-    CPTs follow with consistent hidden-state labels:
+    For every hidden node ``h`` with at least three neighbours, groups of observed
+    variables in three different neighbour directions (the ``view_size`` nearest in each)
+    are conditionally independent given ``h``: :func:`three_view_decomposition` of their
+    stacked one-hot features gives ``P(h)`` and ``P(x | h)`` for every member (with as
+    many states as the views support, at most ``n_hidden_states``), and the pairs of any
+    other observed ``y`` with a view in another direction give ``P(y | h)``. The CPTs
+    follow with consistent hidden-state labels:
 
     * hidden ``p`` -> observed ``c``: ``P(c | p)``;
     * observed ``p`` -> hidden ``c``: Bayes' rule from ``P(p | c)`` and ``P(c)``;
@@ -325,6 +365,8 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4):
     random_state : int, RandomState instance or None
         Starts of the tensor power method; tables of a node whose decomposition fails.
     n_anchors : int, default=4
+    view_size : int, default=3
+        Observed variables per view (``1``: the single nearest variable per direction).
 
     Returns
     -------
@@ -338,7 +380,7 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4):
     hops = tree.hop_distances()
     plans = {}
     for h in tree.hidden_nodes:
-        plan = _plan_node(tree, h, hops, n_obs)
+        plan = _plan_node(tree, h, hops, n_obs, view_size)
         if plan is not None:
             plans[h] = plan
     # hidden nodes without three directions copy the nearest planned hidden node
@@ -351,8 +393,13 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4):
     # the pairs every later step reads, requested in one batch
     wanted = set()
     for plan in plans.values():
-        x1, x2, x3 = plan.views
-        wanted |= {(x1, x2), (x1, x3), (x2, x3)}
+        v1, v2, v3 = plan.views
+        for a, b in (
+            *itertools.product(v1, v2),
+            *itertools.product(v1, v3),
+            *itertools.product(v2, v3),
+        ):
+            wanted.add((min(a, b), max(a, b)))
     needs = []  # (hidden node, observed y) conditionals the CPTs use
     for c in tree.preorder[1:]:
         p = int(tree.parent[c])
@@ -367,9 +414,9 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4):
                 needs += [(p, y), (c, y)]
     needs = [(proxy[h], y) for h, y in needs if h in proxy]
     for g, y in needs:
-        if y not in plans[g].views:
-            v = plans[g].view_for(y)
-            wanted.add((min(y, v), max(y, v)))
+        if y not in plans[g].members():
+            for v in plans[g].view_for(y):
+                wanted.add((min(y, v), max(y, v)))
     pairs = moments.pairs(sorted(wanted)) if wanted else {}
     failed = set()
     for g, plan in plans.items():
