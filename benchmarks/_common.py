@@ -64,3 +64,28 @@ def plot_error_and_time(curves, panels, methods, path):
     axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+
+
+def raw_spectral_fit(X, k, tree=None, method="nj"):
+    """The spectral algorithm's raw observable representation (papers/003) alone: one
+    pass of moments, the structure learned with ``method`` when ``tree`` is None.
+
+    Returns ``(params, seconds, score)`` where ``score(X)`` gives ``(sign, log |P_hat|)``.
+    """
+    import numpy as np
+
+    from ltm_sklearn import LatentTree
+    from ltm_sklearn._spectral import fit_spectral, spectral_log_abs
+    from ltm_sklearn.moments import CategoricalEncoder, MomentEstimator
+    from ltm_sklearn.structure import learn_tree, spectral_distance
+
+    t0 = time.perf_counter()
+    enc = CategoricalEncoder()
+    codes = enc.fit_transform(X)
+    mom = MomentEstimator(codes, enc.n_states_)
+    if tree is None:
+        tree = learn_tree(spectral_distance(mom, k), method)
+    tree = LatentTree(tree.edges, tree.n_observed)
+    params = fit_spectral(tree.with_observed_leaves(), mom, k, np.full(X.shape[1], 1e-6))
+    seconds = time.perf_counter() - t0
+    return params, seconds, lambda Z: spectral_log_abs(params, enc.transform(Z))

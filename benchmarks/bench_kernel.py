@@ -28,7 +28,7 @@ import argparse
 import numpy as np
 from _common import RESULTS, machine, markdown_table, save, timed
 
-from ltm_sklearn import KernelLatentTree
+from ltm_sklearn import KernelLatentTree, LatentTreeClassifier
 from ltm_sklearn.datasets import (
     GaussianLeafTreeModel,
     balanced_binary_tree,
@@ -256,11 +256,14 @@ def real(quick=False):
         ll.setdefault("full Gaussian", []).append(multivariate_normal(mean, cov).logpdf(B).mean())
         # classification by per-class likelihoods
         params = search.best_params_
-        clf = KernelLatentTree(**params).fit(A, y[tr])
+        clf = LatentTreeClassifier(KernelLatentTree(**params)).fit(A, y[tr])
         acc.setdefault("KernelLatentTree (density grid)", []).append(
             float(np.mean(clf.predict(B) == y[te]))
         )
-        clf_search = GridSearchCV(KernelLatentTree(), grid, cv=3, scoring="accuracy")
+        clf_grid = {f"estimator__{key}": value for key, value in grid.items()}
+        clf_search = GridSearchCV(
+            LatentTreeClassifier(KernelLatentTree()), clf_grid, cv=3, scoring="accuracy"
+        )
         clf_search.fit(A, y[tr])
         acc.setdefault("KernelLatentTree (accuracy grid)", []).append(
             float(np.mean(clf_search.predict(B) == y[te]))

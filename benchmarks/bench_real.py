@@ -526,7 +526,7 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=2)
     args = ap.parse_args()
     tables = args.tables.split(",")
-    k_grid = [1, 2, 4] if args.quick else [1, 2, 4, 8, 16]
+    k_grid = [1, 2, 4] if args.quick else [1, 2, 4, 8]
     n_folds = 2 if args.quick else 5
     density = classification = None
     jobs = []

@@ -35,8 +35,11 @@ for j in np.flatnonzero(hidden.ravel()):
 fig, axes = plt.subplots(3, len(X_test), figsize=(1.5 * len(X_test), 4.5))
 for c in range(len(X_test)):
     for r, (img, title) in enumerate(
-        ((X_test[c], "digit"), (np.nan_to_num(masked[c], nan=0.5), "right half hidden"),
-         (filled[c], "P(dark | left half)"))
+        (
+            (X_test[c], "digit"),
+            (np.nan_to_num(masked[c], nan=0.5), "right half hidden"),
+            (filled[c], "P(dark | left half)"),
+        )
     ):
         axes[r, c].imshow(img.reshape(8, 8), cmap="gray_r", vmin=0, vmax=1)
         axes[r, c].set_axis_off()

@@ -295,11 +295,11 @@ class LatentTreeEM(BaseLatentTree):
         Categories of every column (see :class:`SpectralLatentTree`).
     alpha : float, default=0.5
         Dirichlet pseudo-count added to every expected count in the M-step.
-    max_iter : int, default=100
+    max_iter : int, default=300
     tol : float, default=1e-4
         Stop when an iteration improves the objective by less than ``tol`` nats per row.
     n_jobs : int, default=None
-        Blocks of rows processed in parallel threads (moments and E-steps).
+        Row chunks counted in parallel threads when estimating moments.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
         1 prints one line per restart (and the structure choice), 2 one line per iteration.
@@ -353,7 +353,7 @@ class LatentTreeEM(BaseLatentTree):
         n_init=1,
         categories="auto",
         alpha=0.5,
-        max_iter=100,
+        max_iter=300,
         tol=1e-4,
         n_jobs=None,
         random_state=None,

@@ -305,7 +305,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         Structure learning when ``tree=None`` (see :class:`SpectralLatentTree`).
     categories : "auto" or list, default="auto"
     alpha : float, default=0.5
-    max_iter : int, default=100
+    max_iter : int, default=300
     tol : float, default=1e-4
         As in :class:`SpectralLatentTree`.
     n_jobs : int, default=None
@@ -358,7 +358,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         structure="auto",
         categories="auto",
         alpha=0.5,
-        max_iter=100,
+        max_iter=300,
         tol=1e-4,
         n_jobs=None,
         random_state=None,

@@ -40,7 +40,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         of ``n_representatives^3`` quartets (``1`` is Algorithm 2 verbatim).
     categories : "auto" or list, default="auto"
     alpha : float, default=0.5
-    max_iter : int, default=100
+    max_iter : int, default=300
     tol : float, default=1e-4
         As in :class:`SpectralLatentTree`.
     n_jobs : int, default=None
@@ -102,7 +102,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         n_representatives=3,
         categories="auto",
         alpha=0.5,
-        max_iter=100,
+        max_iter=300,
         tol=1e-4,
         n_jobs=None,
         random_state=None,

@@ -497,13 +497,13 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         ``"auto"``), so that models fitted on parts of the data share one encoding.
     alpha : float, default=0.5
         Dirichlet pseudo-count added to every table entry by EM (additive smoothing).
-    max_iter : int, default=100
+    max_iter : int, default=300
         EM iterations that polish the moment estimate (``0``: the moment estimate).
     tol : float, default=1e-4
         EM stops when an iteration improves the training objective by less than ``tol``
         nats per row.
     n_jobs : int, default=None
-        Row blocks processed in parallel threads (moments and EM).
+        Row chunks counted in parallel threads when estimating moments.
     random_state : int, RandomState instance or None, default=None
         Seeds the held-out split of ``structure="auto"``, the tensor power method's
         starts and the perturbation of copied hidden states.
