@@ -256,13 +256,16 @@ def real(quick=False):
         ll.setdefault("full Gaussian", []).append(multivariate_normal(mean, cov).logpdf(B).mean())
         # classification by per-class likelihoods
         params = search.best_params_
-        clf = LatentTreeClassifier(KernelLatentTree(**params)).fit(A, y[tr])
+        clf = LatentTreeClassifier(KernelLatentTree(**params), shared_tree=True).fit(A, y[tr])
         acc.setdefault("KernelLatentTree (density grid)", []).append(
             float(np.mean(clf.predict(B) == y[te]))
         )
         clf_grid = {f"estimator__{key}": value for key, value in grid.items()}
         clf_search = GridSearchCV(
-            LatentTreeClassifier(KernelLatentTree()), clf_grid, cv=3, scoring="accuracy"
+            LatentTreeClassifier(KernelLatentTree(), shared_tree=True),
+            clf_grid,
+            cv=3,
+            scoring="accuracy",
         )
         clf_search.fit(A, y[tr])
         acc.setdefault("KernelLatentTree (accuracy grid)", []).append(

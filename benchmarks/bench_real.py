@@ -366,6 +366,10 @@ def density_fold(name, fold, train, test, k_grid, quick):
                 **extra,
             )
         )
+    print(
+        f"density {name} fold {fold}: " + ", ".join(f"{r['model']} {r['test']:.3f}" for r in rows),
+        flush=True,
+    )
     return rows
 
 
@@ -406,6 +410,11 @@ def classify_fold(name, fold, train, test, k_grid):
                 fit_s=fit_s,
             )
         )
+    print(
+        f"classify {name} fold {fold}: "
+        + ", ".join(f"{r['model']} {r['log_loss']:.3f}" for r in rows),
+        flush=True,
+    )
     return rows
 
 

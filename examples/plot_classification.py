@@ -23,7 +23,7 @@ X, y = load_table("monk2", names=True)
 cv = StratifiedKFold(5, shuffle=True, random_state=0)
 models = {
     "latent tree per class": LatentTreeClassifier(
-        SpectralLatentTree(n_hidden_states=4, random_state=0), shared_tree=False
+        SpectralLatentTree(n_hidden_states=4, random_state=0)
     ),
     "Chow-Liu tree per class": LatentTreeClassifier(SpectralLatentTree(structure="chow_liu")),
     "CategoricalNB": make_pipeline(OrdinalEncoder(), CategoricalNB()),

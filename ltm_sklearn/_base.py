@@ -71,6 +71,10 @@ _SELECTION_MAX_TRAIN = 20_000
 _SELECTION_MAX_VALIDATION = 5_000
 
 
+#: fitted attributes that some fits set and others do not
+_EXTRA_ATTRIBUTES = ("raw_estimate_",)
+
+
 @dataclass
 class FittedModel:
     """Explicit parameters of one fitted latent tree model and how EM ended."""
@@ -342,6 +346,9 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.lower_bound_ = fitted.objective
         self.n_iter_ = fitted.n_iter
         self.converged_ = fitted.converged
+        for name in _EXTRA_ATTRIBUTES:  # no stale raw estimate from an earlier fit
+            if name not in fitted.extras and hasattr(self, name):
+                delattr(self, name)
         for name, value in fitted.extras.items():
             setattr(self, name, value)
 

@@ -37,11 +37,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     estimator : estimator object, default=None
         A density estimator of this package (``fit``, ``score_samples``, a ``tree``
         parameter); ``None`` means ``SpectralLatentTree()``.
-    shared_tree : bool, default=True
-        Learn one tree from all rows (an ``estimator`` fitted on the whole data) and fit
-        every class model on it (a kernel model also shares its bandwidths); ``False``
-        lets every class learn its own tree. Ignored when ``estimator`` has a given
-        ``tree``.
+    shared_tree : bool, default=False
+        ``False``: every class learns its own tree (measured better on the bundled
+        categorical tables: log-loss 0.044 vs 0.094 on monk2, 0.050 vs 0.057 on car, k'
+        = 1 and 2). ``True``: one tree learned from all rows (an ``estimator`` fitted on
+        the whole data) serves every class model, and a kernel model also shares its
+        bandwidths, so that the class densities smooth alike. Ignored when ``estimator``
+        has a given ``tree``.
 
     Attributes
     ----------
@@ -77,7 +79,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "shared_tree": ["boolean"],
     }
 
-    def __init__(self, estimator=None, *, shared_tree=True):
+    def __init__(self, estimator=None, *, shared_tree=False):
         self.estimator = estimator
         self.shared_tree = shared_tree
 
