@@ -66,9 +66,10 @@ def plot_error_and_time(curves, panels, methods, path):
     fig.savefig(path, dpi=100)
 
 
-def raw_spectral_fit(X, k, tree=None, method="nj"):
+def raw_spectral_fit(X, k, tree=None, method="nj", fit_raw=None):
     """The spectral algorithm's raw observable representation (papers/003) alone: one
     pass of moments, the structure learned with ``method`` when ``tree`` is None.
+    ``fit_raw`` replaces ``fit_spectral`` (e.g. ``fit_hierarchical``, papers/000).
 
     Returns ``(params, seconds, score)`` where ``score(X)`` gives ``(sign, log |P_hat|)``.
     """
@@ -86,6 +87,7 @@ def raw_spectral_fit(X, k, tree=None, method="nj"):
     if tree is None:
         tree = learn_tree(spectral_distance(mom, k), method)
     tree = LatentTree(tree.edges, tree.n_observed)
-    params = fit_spectral(tree.with_observed_leaves(), mom, k, np.full(X.shape[1], 1e-6))
+    fit_raw = fit_spectral if fit_raw is None else fit_raw
+    params = fit_raw(tree.with_observed_leaves(), mom, k, np.full(X.shape[1], 1e-6))
     seconds = time.perf_counter() - t0
     return params, seconds, lambda Z: spectral_log_abs(params, enc.transform(Z))

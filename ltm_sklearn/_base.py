@@ -63,7 +63,7 @@ from .tree import LatentTree
 __all__ = ["BaseLatentTree", "FittedModel", "AUTO_CANDIDATES"]
 
 #: candidate structures compared by ``structure="auto"``
-AUTO_CANDIDATES = ("chow_liu", "clnj", "nj", "star")
+AUTO_CANDIDATES = ("chow_liu", "clnj", "me", "star")
 #: share of the rows held out to compare candidate structures, and the largest numbers of
 #: training and validation rows the comparison reads (a random subsample beyond that)
 _VALIDATION_SHARE = 0.2

@@ -282,7 +282,7 @@ class LatentTreeEM(BaseLatentTree):
         column's categories).
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         ``None`` learns the tree with ``structure``.
-    structure : {"auto", "chow_liu", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
+    structure : {"auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
             default="auto"
         See :class:`SpectralLatentTree`.
     init : {"random", "tensor"}, default="tensor"

@@ -300,7 +300,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         being split).
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree; ``None`` learns it with ``structure``.
-    structure : {"auto", "chow_liu", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
+    structure : {"auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
             default="auto"
         Structure learning when ``tree=None`` (see :class:`SpectralLatentTree`).
     categories : "auto" or list, default="auto"

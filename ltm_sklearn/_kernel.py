@@ -45,7 +45,7 @@ FLOOR_RATIO = 1e-3
 __all__ = ["KernelLatentTree", "KernelEvaluation"]
 
 # Reconstruction methods on the kernel metric, and the baseline metrics (with NJ).
-KERNEL_STRUCTURES = ("nj", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal")
+KERNEL_STRUCTURES = ("nj", "me", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal")
 
 
 class _KernelData:
@@ -109,13 +109,13 @@ class KernelLatentTree(BaseLatentTree):
         fewer feature dimensions) uses that rank.
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree (observed columns at the leaves). ``None`` learns it.
-    structure : {"nj", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal"}, \
+    structure : {"nj", "me", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal"}, \
             default="nj"
-        Structure learning when ``tree=None``. The first four reconstruct the tree from the
+        Structure learning when ``tree=None``. The first five reconstruct the tree from the
         kernel metric of eq. (12) with ``d = n_hidden_states`` (weighted, NaN-aware):
-        neighbor joining (the paper's), recursive grouping, Chow-Liu recursive grouping or
-        Chow-Liu neighbor joining (see :class:`SpectralLatentTree`; ``"clnj"`` is the most
-        accurate on deep random trees). ``"star"`` joins every column to one hidden node.
+        neighbor joining (the paper's), minimum-evolution search, recursive grouping,
+        Chow-Liu recursive grouping or Chow-Liu neighbor joining (see
+        :class:`SpectralLatentTree`; ``"clnj"`` is the most accurate on deep random trees). ``"star"`` joins every column to one hidden node.
         ``"gaussian"`` and ``"nonparanormal"`` run neighbor joining on the Gaussian metric
         ``-log |corr|`` or its rank-Gaussianised version (the baselines of papers/002
         Fig. 1; complete rows only, ignoring ``sample_weight``).

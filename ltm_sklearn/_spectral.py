@@ -479,13 +479,16 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         The latent tree. Observed columns are nodes ``0..n_features-1`` (or feature names
         in a Newick string / graph), hidden nodes follow; observed variables may be
         internal nodes. ``None`` learns it from the data with ``structure``.
-    structure : {"auto", "chow_liu", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
+    structure : {"auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
             default="auto"
         Structure learning when ``tree=None``. ``"auto"`` fits the candidates
-        ``"chow_liu"``, ``"clnj"``, ``"nj"`` and ``"star"`` on 80% of the rows and keeps
-        the one with the best log-likelihood on the other 20% (``structure_scores_``).
-        ``"chow_liu"``: the maximum-likelihood tree over the columns, no hidden nodes
-        (Chow & Liu 1968). On the spectral tree metric (papers/002 eq. (12)): neighbor
+        ``"chow_liu"``, ``"clnj"``, ``"me"`` and ``"star"`` on 80% of the rows (at most
+        20,000) and keeps the one with the best log-likelihood on the other 20% (at most
+        5,000; ``structure_scores_``). ``"chow_liu"``: the maximum-likelihood tree over the
+        columns, no hidden nodes (Chow & Liu 1968). On the spectral tree metric
+        (papers/002 eq. (12)): ``"me"`` BIONJ improved by nearest-neighbour interchanges
+        under balanced minimum evolution
+        (:func:`~ltm_sklearn.structure.minimum_evolution_search`), ``"nj"`` neighbor
         joining, recursive grouping, Chow-Liu recursive grouping or Chow-Liu neighbor
         joining (Choi et al. 2011; the last three may place columns at internal nodes,
         test tolerance ``2 / sqrt(n_samples)``). ``"star"``: one hidden node joined to

@@ -12,6 +12,13 @@ from .learn import STRUCTURE_METHODS, learn_tree, sample_threshold
 from .nj import neighbor_joining
 from .quartet import build_tree_quartets, learn_tree_quartets, quartet_tables, quartet_test
 from .rg import recursive_grouping
+from .search import (
+    binary_leaf_tree,
+    bionj,
+    bme_length,
+    minimum_evolution_search,
+    spectral_variance,
+)
 
 __all__ = [
     "spectral_distance",
@@ -32,4 +39,9 @@ __all__ = [
     "quartet_tables",
     "build_tree_quartets",
     "learn_tree_quartets",
+    "bionj",
+    "bme_length",
+    "minimum_evolution_search",
+    "spectral_variance",
+    "binary_leaf_tree",
 ]

@@ -8,12 +8,13 @@ from ..tree import LatentTree
 from .chow_liu import clnj, clrg
 from .nj import neighbor_joining
 from .rg import recursive_grouping
+from .search import minimum_evolution_search
 
 __all__ = ["STRUCTURE_METHODS", "learn_tree", "sample_threshold"]
 
-STRUCTURE_METHODS = ("auto", "chow_liu", "nj", "rg", "clrg", "clnj", "star", "quartet")
+STRUCTURE_METHODS = ("auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet")
 #: methods that work from a distance matrix (``"quartet"`` needs 4-way moments)
-DISTANCE_METHODS = ("nj", "rg", "clrg", "clnj", "star")
+DISTANCE_METHODS = ("me", "nj", "rg", "clrg", "clnj", "star")
 
 #: the tests of RG/CLRG/CLNJ accept differences up to ``_THRESHOLD_SCALE / sqrt(N)``
 _THRESHOLD_SCALE = 2.0
@@ -36,10 +37,12 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None):
     ----------
     D : ndarray of shape (d, d)
         Tree metric (for instance :func:`spectral_distance`).
-    method : {"nj", "rg", "clrg", "clnj", "star"}, default="nj"
-        Neighbor joining (all observed variables at leaves), recursive grouping, Chow-Liu
-        recursive grouping, Chow-Liu neighbor joining (these three may place observed
-        variables at internal nodes), or a star around one hidden node.
+    method : {"me", "nj", "rg", "clrg", "clnj", "star"}, default="nj"
+        Minimum-evolution search (BIONJ improved by NNIs under balanced minimum evolution,
+        :func:`~ltm_sklearn.structure.minimum_evolution_search`), neighbor joining (all
+        observed variables at leaves), recursive grouping, Chow-Liu recursive grouping,
+        Chow-Liu neighbor joining (these three may place observed variables at internal
+        nodes), or a star around one hidden node.
     n_samples : int, default=None
         Rows behind ``D``; sets the test tolerance :func:`sample_threshold` (``None``:
         exact distances, tolerance 1e-8).
@@ -66,5 +69,7 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None):
     threshold = 1e-8 if n_samples is None else sample_threshold(n_samples)
     if method == "nj":
         return neighbor_joining(D, feature_names=feature_names)
+    if method == "me":
+        return minimum_evolution_search(D, feature_names=feature_names)
     fn = {"rg": recursive_grouping, "clrg": clrg, "clnj": clnj}[method]
     return fn(D, threshold=threshold, feature_names=feature_names)

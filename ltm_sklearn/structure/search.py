@@ -1,0 +1,355 @@
+"""Tree search under balanced minimum evolution (functions first).
+
+Distance-based joins are only a start: long distances are noisy (they saturate), and
+one early wrong join is never repaired. Phylogenetics improves such a start by local
+rearrangements under the *balanced minimum evolution* (BME) criterion (Desper & Gascuel
+2002; FastME, Lefort, Desper & Gascuel 2015): the length of a binary tree ``T``
+estimated from a distance matrix ``D`` is Pauplin's
+
+    L(T) = sum_{i < j} 2^(1 - tau_ij) D_ij,                  (tau_ij: edges on the path)
+
+which weighs each distance by ``2^-tau``: a long (saturated, noisy) distance between far
+apart leaves counts little. The tree of smallest ``L`` is a consistent estimate of the
+topology for any tree metric, and BME is the criterion the neighbor-joining Q-criterion
+optimises greedily.
+
+* :func:`bionj` - BIONJ (Gascuel 1997): neighbor joining whose reduction step weighs the
+  two joined nodes by the inverse variance of their distances (variance of an estimated
+  spectral distance grows like ``exp(2 d)`` - the default), so noisy long distances
+  contribute less to the new node's distances.
+* :func:`bme_length` - ``L(T)`` above.
+* :func:`minimum_evolution_search` - nearest-neighbour interchanges (NNI) under BME: for
+  every internal edge with subtrees ``A, B`` on one side and ``C, D`` on the other, the
+  swap of ``B`` and ``C`` changes the length by
+  ``1/4 [(D_AC + D_BD) - (D_AB + D_CD)]`` where ``D_XY`` is the balanced average distance
+  between two subtrees (leaves weighted by ``2^-depth``); the averages of all pairs of
+  subtrees follow from two dynamic programmes over the ``4 d`` directed subtrees, so one
+  round evaluates every NNI of the tree in ``O(d^2)``. Improving interchanges on edges
+  that share no node are applied together when the exact length confirms the gain,
+  otherwise the best one alone, until no interchange shortens the tree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tree import LatentTree
+from .distances import check_distance_matrix
+
+__all__ = [
+    "bionj",
+    "bme_length",
+    "minimum_evolution_search",
+    "spectral_variance",
+    "binary_leaf_tree",
+]
+
+
+def spectral_variance(D):
+    """Relative sampling variance of spectral (information) distances: ``exp(2 D)``.
+
+    A distance ``d = -log s`` estimated from ``N`` rows has variance about
+    ``var(s) / s^2 ~ exp(2 d) / N`` (delta method): the longer the distance, the noisier.
+    Only ratios matter to :func:`bionj`, so ``N`` is left out.
+    """
+    D = np.asarray(D, dtype=float)
+    return np.exp(2.0 * np.minimum(D, 300.0))
+
+
+def bionj(D, V=None, feature_names=None):
+    """BIONJ (Gascuel 1997): neighbor joining with variance-weighted reductions.
+
+    Joins the pair ``i, j`` of minimum Q-criterion as neighbor joining does, with branch
+    lengths ``d_iu = D_ij / 2 + (R_i - R_j) / (2 (r - 2))`` and ``d_ju = D_ij - d_iu``;
+    the new node's distances are ``D_uk = l (D_ik - d_iu) + (1 - l)(D_jk - d_ju)`` with the
+    weight ``l = 1/2 + sum_k (V_jk - V_ik) / (2 (r - 2) V_ij)`` (clipped to [0, 1]) that
+    minimises their variance, and ``V_uk = l V_ik + (1 - l) V_jk - l (1 - l) V_ij``
+    (Gascuel 1997; ``l = 1/2`` is neighbor joining's reduction).
+
+    Parameters
+    ----------
+    D : array-like of shape (d, d)
+    V : array-like of shape (d, d), default=None
+        Variances of the distances (``None``: :func:`spectral_variance` of ``D``).
+
+    Returns
+    -------
+    LatentTree
+        Binary, every observed variable at a leaf.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> D = np.array([[0, 2, 5, 5], [2, 0, 5, 5], [5, 5, 0, 2], [5, 5, 2, 0]], float)
+    >>> bionj(D).to_newick()
+    '(0,1,(2,3));'
+    """
+    D = check_distance_matrix(D)
+    d = D.shape[0]
+    if d <= 3:
+        return LatentTree.star(d, feature_names=feature_names)
+    V = spectral_variance(D) if V is None else np.array(V, dtype=float)
+    D, V = D.copy(), V.copy()
+    active = list(range(d))
+    ids = list(range(d))
+    edges = []
+    nxt = d
+    while len(active) > 3:
+        r = len(active)
+        sub = D[np.ix_(active, active)]
+        rs = sub.sum(axis=1)
+        Q = (r - 2) * sub - rs[:, None] - rs[None, :]
+        np.fill_diagonal(Q, np.inf)
+        a, b = np.unravel_index(np.argmin(Q), Q.shape)
+        i, j = active[a], active[b]
+        others = [k for k in active if k not in (i, j)]
+        vij = V[i, j]
+        if vij > 0 and r > 2:
+            lam = 0.5 + np.sum(V[j, others] - V[i, others]) / (2.0 * (r - 2) * vij)
+            lam = float(np.clip(lam, 0.0, 1.0))
+        else:
+            lam = 0.5
+        d_iu = 0.5 * D[i, j] + (rs[a] - rs[b]) / (2.0 * (r - 2))
+        d_ju = D[i, j] - d_iu
+        new_d = lam * (D[i, others] - d_iu) + (1 - lam) * (D[j, others] - d_ju)
+        new_v = lam * V[i, others] + (1 - lam) * V[j, others] - lam * (1 - lam) * vij
+        # reuse slot i for the new node
+        D[i, others] = D[others, i] = np.maximum(new_d, 0.0)
+        V[i, others] = V[others, i] = np.maximum(new_v, 0.0)
+        edges += [(ids[i], nxt), (ids[j], nxt)]
+        ids[i] = nxt
+        nxt += 1
+        active.remove(j)
+    edges += [(ids[k], nxt) for k in active]
+    return LatentTree(edges, d, feature_names=feature_names)
+
+
+def bme_length(tree, D):
+    """Balanced minimum-evolution length ``sum_{i<j} 2^(1 - tau_ij) D_ij`` (Pauplin)."""
+    D = np.asarray(D, dtype=float)
+    d = tree.n_observed
+    tau = tree.hop_distances()[:d, :d].astype(float)
+    W = np.exp2(1.0 - tau)
+    np.fill_diagonal(W, 0.0)
+    return float(0.5 * np.sum(W * D))
+
+
+class _Subtrees:
+    """Directed subtrees of a binary tree and their balanced average distances.
+
+    Every edge ``(p, c)`` in both directions is a subtree (``c`` and everything beyond it
+    from ``p``); ``children[e]`` are the two subtrees below an internal head, ``-1`` for a
+    leaf. ``avg[e, f]`` is the balanced average distance between disjoint subtrees.
+    """
+
+    def __init__(self, adjacency, d, D):
+        heads, tails, index = [], [], {}
+        for p, nbrs in enumerate(adjacency):
+            for c in nbrs:
+                index[(p, c)] = len(heads)
+                tails.append(p)
+                heads.append(c)
+        n_edges = len(heads)
+        children = np.full((n_edges, 2), -1, dtype=np.int64)
+        for e in range(n_edges):
+            p, c = tails[e], heads[e]
+            if c >= d:
+                kids = [index[(c, x)] for x in adjacency[c] if x != p]
+                children[e] = kids
+        # sizes (leaves below) in increasing order: leaves first, then by resolution
+        size = np.where(children[:, 0] < 0, 1, 0)
+        order = list(np.flatnonzero(size == 1))
+        pending = [e for e in range(n_edges) if size[e] == 0]
+        while pending:
+            rest = []
+            for e in pending:
+                a, b = children[e]
+                if size[a] and size[b]:
+                    size[e] = size[a] + size[b]
+                    order.append(e)
+                else:
+                    rest.append(e)
+            pending = rest
+        order = np.array(sorted(order, key=lambda e: size[e]), dtype=np.int64)
+        leaf = np.where(children[:, 0] < 0, np.asarray(heads), -1)
+        # M[i, e]: balanced average distance from leaf i to subtree e
+        M = np.empty((d, n_edges))
+        for e in order:
+            if leaf[e] >= 0:
+                M[:, e] = D[:, leaf[e]]
+            else:
+                M[:, e] = 0.5 * (M[:, children[e, 0]] + M[:, children[e, 1]])
+        avg = np.empty((n_edges, n_edges))
+        for e in order:
+            if leaf[e] >= 0:
+                avg[e] = M[leaf[e]]
+            else:
+                avg[e] = 0.5 * (avg[children[e, 0]] + avg[children[e, 1]])
+        self.index, self.tails, self.heads, self.avg = index, tails, heads, avg
+
+
+def _adjacency(tree):
+    return [list(nb) for nb in tree.neighbors]
+
+
+def _nni_gains(adjacency, d, sub):
+    """Every NNI of the tree with its length gain (positive: shorter)."""
+    moves = []
+    avg, index = sub.avg, sub.index
+    for u in range(d, len(adjacency)):
+        for v in adjacency[u]:
+            if v <= u or v < d:
+                continue
+            a, b = [x for x in adjacency[u] if x != v]
+            c, e = [x for x in adjacency[v] if x != u]
+            A, B = index[(u, a)], index[(u, b)]
+            C, E = index[(v, c)], index[(v, e)]
+            current = avg[A, B] + avg[C, E]
+            # swap b <-> c (AC|BE) and b <-> e (AE|BC)
+            for other, alt in ((c, avg[A, C] + avg[B, E]), (e, avg[A, E] + avg[B, C])):
+                gain = 0.25 * (current - alt)
+                moves.append((gain, u, v, b, other))
+    return moves
+
+
+def _apply_nni(adjacency, u, v, b, c):
+    """Swap the subtree ``b`` (a neighbour of ``u``) with ``c`` (a neighbour of ``v``)."""
+    adjacency[u][adjacency[u].index(b)] = c
+    adjacency[v][adjacency[v].index(c)] = b
+    adjacency[b][adjacency[b].index(u)] = v
+    adjacency[c][adjacency[c].index(v)] = u
+
+
+def _tree(adjacency, d, feature_names=None):
+    edges = [(u, v) for u, nb in enumerate(adjacency) for v in nb if u < v]
+    return LatentTree(edges, d, feature_names=feature_names)
+
+
+def minimum_evolution_search(D, start=None, max_rounds=None, tol=1e-12, feature_names=None):
+    """Improve a tree by NNIs under balanced minimum evolution (see the module docstring).
+
+    Parameters
+    ----------
+    D : array-like of shape (d, d)
+        Distances between the observed variables (a tree metric up to noise).
+    start : LatentTree, default=None
+        A binary tree with every observed variable at a leaf (``None``: :func:`bionj`).
+    max_rounds : int, default=None
+        Rounds of interchanges (``None``: ``4 d``); every round applies at least one.
+    tol : float, default=1e-12
+        Smallest length gain that counts.
+
+    Returns
+    -------
+    LatentTree
+        A tree no single NNI shortens (unless ``max_rounds`` ran out).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltm_sklearn.tree import LatentTree
+    >>> D = np.array([[0, 2, 5, 5], [2, 0, 5, 5], [5, 5, 0, 2], [5, 5, 2, 0]], float)
+    >>> wrong = LatentTree([(0, 4), (2, 4), (1, 5), (3, 5), (4, 5)], 4)
+    >>> minimum_evolution_search(D, wrong).to_newick()
+    '(0,1,(2,3));'
+    """
+    D = check_distance_matrix(D)
+    d = D.shape[0]
+    if start is None:
+        start = bionj(D, feature_names=feature_names)
+    if d <= 3:
+        return start
+    _check_binary(start)
+    adjacency = _adjacency(start)
+    max_rounds = 4 * d if max_rounds is None else int(max_rounds)
+    length = bme_length(start, D)
+    for _ in range(max_rounds):
+        sub = _Subtrees(adjacency, d, D)
+        moves = sorted(_nni_gains(adjacency, d, sub), reverse=True)
+        moves = [m for m in moves if m[0] > tol]
+        if not moves:
+            break
+        # improving NNIs on edges that share no node, applied together ...
+        used, batch = set(), []
+        for _gain, u, v, b, c in moves:
+            if used.isdisjoint((u, v, b, c)):
+                batch.append((u, v, b, c))
+                used.update(adjacency[u] + adjacency[v] + [u, v])
+        trial = [list(nb) for nb in adjacency]
+        for move in batch:
+            _apply_nni(trial, *move)
+        new_length = bme_length(_tree(trial, d), D)
+        if len(batch) == 1 or new_length < length - tol:
+            adjacency, length = trial, new_length
+            continue
+        # ... or the best one alone when they interfere
+        _apply_nni(adjacency, *moves[0][1:])
+        length = bme_length(_tree(adjacency, d), D)
+    return _tree(adjacency, d, feature_names)
+
+
+def binary_leaf_tree(tree):
+    """An equivalent binary tree with every observed variable at a leaf.
+
+    Observed internal nodes hand their edges to a new hidden node and hang below it;
+    hidden nodes with more than three neighbours are split into chains of degree-3 nodes
+    (zero-length edges, an arbitrary resolution the search can rearrange); hidden nodes
+    with two neighbours are removed. Returns ``tree`` itself when it already qualifies.
+    """
+    d = tree.n_observed
+    if d <= 3:
+        return tree
+    adjacency = [set(nb) for nb in tree.neighbors]
+
+    def new_node():
+        adjacency.append(set())
+        return len(adjacency) - 1
+
+    for o in range(d):
+        if len(adjacency[o]) > 1:
+            h = new_node()
+            for x in list(adjacency[o]):
+                adjacency[x].discard(o)
+                adjacency[x].add(h)
+                adjacency[h].add(x)
+            adjacency[o] = {h}
+            adjacency[h].add(o)
+    changed = True
+    while changed:
+        changed = False
+        for h in range(d, len(adjacency)):
+            nb = adjacency[h]
+            if len(nb) == 2:  # suppress
+                a, b = nb
+                adjacency[a].discard(h)
+                adjacency[b].discard(h)
+                adjacency[a].add(b)
+                adjacency[b].add(a)
+                adjacency[h] = set()
+                changed = True
+            elif len(nb) > 3:  # split off all but two neighbours
+                keep = sorted(nb)[:2]
+                g = new_node()
+                for x in sorted(nb)[2:]:
+                    adjacency[x].discard(h)
+                    adjacency[x].add(g)
+                    adjacency[g].add(x)
+                adjacency[h] = set(keep) | {g}
+                adjacency[g].add(h)
+                changed = True
+    used = [u for u in range(len(adjacency)) if u < d or adjacency[u]]
+    new_id = {u: t for t, u in enumerate(used)}
+    edges = [(new_id[u], new_id[v]) for u in used for v in adjacency[u] if u < v]
+    return LatentTree(edges, d, feature_names=tree.feature_names)
+
+
+def _check_binary(tree):
+    d = tree.n_observed
+    bad_obs = [u for u in range(d) if tree.degree(u) != 1]
+    bad_hid = [u for u in tree.hidden_nodes if tree.degree(u) != 3]
+    if bad_obs or bad_hid:
+        raise ValueError(
+            "minimum_evolution_search needs a binary tree with every observed variable at a "
+            f"leaf (observed nodes {bad_obs[:5]} are internal, hidden nodes {bad_hid[:5]} "
+            "do not have degree 3); start from neighbor_joining or bionj."
+        )

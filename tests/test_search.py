@@ -1,0 +1,111 @@
+"""Tree search under balanced minimum evolution: BIONJ, NNIs, exact and sampled metrics."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
+from ltm_sklearn import LatentTree
+from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_binary_tree
+from ltm_sklearn.metrics import robinson_foulds
+from ltm_sklearn.moments import MomentEstimator
+from ltm_sklearn.structure import (
+    binary_leaf_tree,
+    bionj,
+    bme_length,
+    clnj,
+    learn_tree,
+    minimum_evolution_search,
+    neighbor_joining,
+    spectral_distance,
+)
+from ltm_sklearn.structure.search import _apply_nni, _nni_gains, _Subtrees, _tree
+
+
+def additive(tree, seed):
+    rng = np.random.RandomState(seed)
+    e = np.asarray(tree.edges)
+    w = rng.uniform(0.1, 1.0, len(e))
+    G = sp.coo_matrix((w, (e[:, 0], e[:, 1])), shape=(tree.n_nodes,) * 2).tocsr()
+    return shortest_path(G, directed=False)[: tree.n_observed, : tree.n_observed]
+
+
+def test_bme_length_is_pauplins_formula_and_tree_length_on_additive_distances():
+    tree = random_binary_tree(10, random_state=0)
+    D = additive(tree, 0)
+    tau = tree.hop_distances()[:10, :10]
+    brute = sum(2.0 ** (1 - tau[i, j]) * D[i, j] for i in range(10) for j in range(i + 1, 10))
+    assert bme_length(tree, D) == pytest.approx(brute)
+    # on its own additive metric the BME length of the true tree is its total edge length
+    rng = np.random.RandomState(0)
+    w = rng.uniform(0.1, 1.0, len(tree.edges))
+    assert bme_length(tree, D) == pytest.approx(w.sum())
+
+
+@pytest.mark.parametrize("n_leaves", [8, 16, 32, 64, 128])
+def test_nni_gains_are_exact_and_search_finds_the_truth_from_a_random_start(n_leaves):
+    truth = random_binary_tree(n_leaves, random_state=n_leaves)
+    D = additive(truth, n_leaves)
+    assert robinson_foulds(bionj(D), truth) == 0
+    start = random_binary_tree(n_leaves, random_state=n_leaves + 1)
+    assert robinson_foulds(start, truth) > 0
+    # every predicted gain is the exact change of the BME length
+    adjacency = [list(nb) for nb in start.neighbors]
+    sub = _Subtrees(adjacency, n_leaves, D)
+    before = bme_length(start, D)
+    for gain, u, v, b, c in _nni_gains(adjacency, n_leaves, sub)[:20]:
+        trial = [list(nb) for nb in adjacency]
+        _apply_nni(trial, u, v, b, c)
+        assert before - bme_length(_tree(trial, n_leaves), D) == pytest.approx(gain, abs=1e-9)
+    found = minimum_evolution_search(D, start)
+    assert robinson_foulds(found, truth) == 0
+    assert bme_length(found, D) == pytest.approx(bme_length(truth, D))
+
+
+def test_search_never_lengthens_the_start_and_is_invariant_to_column_order():
+    truth = balanced_binary_tree(16)
+    model = LatentTreeModel.random(truth, 2, 4, noise=0.5, random_state=3)
+    X = model.sample(3000, random_state=0)
+    D = spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(16, 4)), 2)
+    start = neighbor_joining(D)
+    found = minimum_evolution_search(D, start)
+    assert bme_length(found, D) <= bme_length(start, D) + 1e-12
+    perm = np.random.RandomState(1).permutation(16)
+    found_p = minimum_evolution_search(
+        D[np.ix_(perm, perm)], neighbor_joining(D[np.ix_(perm, perm)])
+    )
+    # map the permuted tree back to the original column ids
+    inverse = {int(i): int(p) for i, p in enumerate(perm)}
+    back = LatentTree(
+        [
+            (inverse.get(u, u) if u < 16 else u, inverse.get(v, v) if v < 16 else v)
+            for u, v in found_p.edges
+        ],
+        16,
+    )
+    assert robinson_foulds(back, found) == 0
+
+
+def test_recovers_random_trees_where_neighbor_joining_fails():
+    # 32-leaf random trees, k = 2, n = 4, CPT noise 0.3, N = 1e5 (measured, 5 models:
+    # NJ exact in 3/5, minimum-evolution search in 5/5)
+    exact_nj = exact_me = 0
+    for seed in range(5):
+        truth = random_binary_tree(32, random_state=seed)
+        model = LatentTreeModel.random(truth, 2, 4, noise=0.3, random_state=seed)
+        X = model.sample(100_000, random_state=seed + 100)
+        D = spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(32, 4)), 2)
+        exact_nj += robinson_foulds(neighbor_joining(D), truth) == 0
+        exact_me += robinson_foulds(learn_tree(D, "me"), truth) == 0
+    assert exact_me == 5 and exact_nj < 5
+
+
+def test_binary_leaf_tree_keeps_the_splits():
+    truth = random_binary_tree(20, random_state=4)
+    tree = clnj(additive(truth, 4))  # observed nodes may be internal
+    binary = binary_leaf_tree(tree)
+    assert all(binary.degree(u) == 1 for u in range(20))
+    assert all(binary.degree(h) == 3 for h in binary.hidden_nodes)
+    assert robinson_foulds(binary, truth) == 0
+    with pytest.raises(ValueError, match="binary tree"):
+        minimum_evolution_search(additive(truth, 4), LatentTree.star(20))
