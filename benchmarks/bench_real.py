@@ -86,11 +86,18 @@ def _codes(encoder, X):
     return encoder.transform(X).astype(np.int64)
 
 
-class Independence(DensityMixin, BaseEstimator):
-    """Product of the columns' add-one smoothed marginals."""
+class _Baseline(DensityMixin, BaseEstimator):
+    """A density over given categories, scored by its mean log-likelihood per row."""
 
     def __init__(self, categories=None):
         self.categories = categories
+
+    def score(self, X, y=None):
+        return float(np.mean(self.score_samples(X)))
+
+
+class Independence(_Baseline):
+    """Product of the columns' add-one smoothed marginals."""
 
     def fit(self, X, y=None):
         self.encoder_ = CategoricalEncoder(self.categories or "auto").fit(X)
@@ -110,16 +117,10 @@ class Independence(DensityMixin, BaseEstimator):
             out += np.where(c >= 0, lp[np.maximum(c, 0)], np.where(c == -1, 0.0, unseen))
         return out
 
-    def score(self, X, y=None):
-        return float(np.mean(self.score_samples(X)))
 
-
-class ChowLiu(DensityMixin, BaseEstimator):
+class ChowLiu(_Baseline):
     """Chow-Liu tree (Chow & Liu 1968): maximum mutual-information spanning tree over the
     columns, conditional tables with add-one smoothing."""
-
-    def __init__(self, categories=None):
-        self.categories = categories
 
     def fit(self, X, y=None):
         self.encoder_ = CategoricalEncoder(self.categories or "auto").fit(X)
@@ -186,11 +187,8 @@ class ChowLiu(DensityMixin, BaseEstimator):
             out += np.where(c >= 0, val, unseen)
         return out
 
-    def score(self, X, y=None):
-        return float(np.mean(self.score_samples(X)))
 
-
-class StepMixLCM(DensityMixin, BaseEstimator):
+class StepMixLCM(_Baseline):
     """StepMix's categorical latent class model (bench extra), scored per row from its
     fitted parameters (unseen or unobserved categories clipped at 1e-15, as StepMix does)."""
 
@@ -229,9 +227,6 @@ class StepMixLCM(DensityMixin, BaseEstimator):
             p[c == -1] = 1.0
             out += np.log(p)
         return logsumexp(out, axis=1)
-
-    def score(self, X, y=None):
-        return float(np.mean(self.score_samples(X)))
 
 
 class ChowLiuClassifier(ClassifierMixin, BaseEstimator):

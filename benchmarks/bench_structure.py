@@ -6,13 +6,22 @@
 2. Neighbor joining time at 256, 1,024 and 2,048 leaves on exact additive distances of a
    random binary tree, next to scikit-bio's compiled ``nj`` on the same matrix (bench
    extra), in the same run.
+3. Against phylogenetics (``--part phylo``): the columns of X written as DNA sequences
+   (rows are alignment sites), trees by NJ, CLNJ and the minimum-evolution search
+   ("me": BIONJ + NNIs under balanced minimum evolution) on the spectral metric, by
+   FastTree 2 (``FastTree -nt -gtr``) and IQ-TREE 2 (``iqtree2 -m GTR -fast``) when
+   installed (``apt-get install fasttree iqtree``; skipped otherwise): Jukes-Cantor
+   simulations (balanced and random trees, edge lengths uniform in 0.05-0.3, or 0.15 on
+   the balanced tree) and general Markov models with k = 2 < n = 4. Exact recoveries of
+   5 models, mean Robinson-Foulds distance and mean time.
 
-    python benchmarks/bench_structure.py [--quick]
+    python benchmarks/bench_structure.py [--quick] [--part rf,speed,phylo]
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +33,7 @@ from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_b
 from ltm_sklearn.metrics import robinson_foulds
 from ltm_sklearn.structure import neighbor_joining
 
-METHODS = ["nj", "rg", "clrg", "clnj"]
+METHODS = ["nj", "me", "rg", "clrg", "clnj"]
 
 
 def rf_table(sizes, n_models, noise):
@@ -98,24 +107,176 @@ def nj_speed(leaf_counts):
 NOISE_LEVELS = (0.3, 0.5)
 
 
-def main(quick=False):
+# ---------------------------------------------------------------------- phylogenetics
+def jukes_cantor_model(tree, lengths):
+    """4-state Jukes-Cantor substitutions along ``tree`` (every node, hidden ones too,
+    holds a nucleotide): ``P(child = parent) = 1/4 + 3/4 exp(-4 t / 3)``."""
+    cpts = {}
+    for u in range(tree.n_nodes):
+        if u == tree.root:
+            continue
+        t = lengths[(min(u, tree.parent[u]), max(u, tree.parent[u]))]
+        same = 0.25 + 0.75 * np.exp(-4.0 * t / 3.0)
+        table = np.full((4, 4), (1.0 - same) / 3.0)
+        np.fill_diagonal(table, same)
+        cpts[u] = table
+    return LatentTreeModel(tree, np.full(tree.n_nodes, 4), np.full(4, 0.25), cpts)
+
+
+def _external(tool, X, names):
+    """Tree of an external program from the columns of X as DNA sequences."""
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    from ltm_sklearn import LatentTree
+
+    exe = shutil.which(tool)
+    if exe is None:
+        return None, None
+    letters = np.array(list("ACGT"))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "aln.fasta")
+        with open(path, "w") as fh:
+            for j, name in enumerate(names):
+                fh.write(f">{name}\n{''.join(letters[X[:, j]])}\n")
+        t0 = time.perf_counter()
+        if tool == "FastTree":
+            out = subprocess.run(
+                [exe, "-nt", "-gtr", "-quiet", "-nopr", path],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        else:
+            subprocess.run(
+                [exe, "-s", path, "-m", "GTR", "-fast", "-nt", "1", "-quiet", "-redo"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            with open(path + ".treefile") as fh:
+                out = fh.read()
+        seconds = time.perf_counter() - t0
+    return LatentTree.from_newick(out.strip(), feature_names=names), seconds
+
+
+PHYLO_METHODS = ["nj", "clnj", "me", "FastTree", "IQ-TREE"]
+
+
+def phylo_case(label, make, n_rows, n_models, methods):
+    from ltm_sklearn.moments import MomentEstimator
+    from ltm_sklearn.structure import learn_tree, spectral_distance
+
+    res = {m: {"rf": [], "t": []} for m in methods}
+    for seed in range(n_models):
+        truth, model, k = make(seed)
+        d = truth.n_observed
+        X = model.sample(n_rows, random_state=seed + 100)
+        names = [f"t{j}" for j in range(d)]
+        t0 = time.perf_counter()
+        D = spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(d, 4)), k)
+        t_metric = time.perf_counter() - t0
+        for m in methods:
+            if m in ("FastTree", "IQ-TREE"):
+                tree, t = _external("FastTree" if m == "FastTree" else "iqtree2", X, names)
+                if tree is None:
+                    continue
+            else:
+                tree, t = timed(learn_tree, D, m, n_samples=n_rows)
+                t += t_metric
+            res[m]["rf"].append(robinson_foulds(truth, tree))
+            res[m]["t"].append(t)
+    cells = []
+    for m in methods:
+        rf = res[m]["rf"]
+        if not rf:
+            cells.append("not installed")
+            continue
+        exact = sum(r == 0 for r in rf)
+        cells.append(f"{exact}/{len(rf)}, RF {np.mean(rf):.1f} ({np.mean(res[m]['t']):.1f} s)")
+    print(label, cells, flush=True)
+    return [label] + cells
+
+
+def phylo_table(quick):
+    n_models = 2 if quick else 5
+
+    def jc(shape, n_leaves, fixed=None):
+        def make(seed):
+            tree = (
+                balanced_binary_tree(n_leaves)
+                if shape == "balanced"
+                else random_binary_tree(n_leaves, random_state=seed)
+            )
+            rng = np.random.RandomState(seed)
+            lengths = {
+                e: (fixed if fixed is not None else rng.uniform(0.05, 0.3)) for e in tree.edges
+            }
+            return tree, jukes_cantor_model(tree, lengths), 4
+
+        return make
+
+    def gm(shape, n_leaves):
+        def make(seed):
+            tree = (
+                balanced_binary_tree(n_leaves)
+                if shape == "balanced"
+                else random_binary_tree(n_leaves, random_state=seed)
+            )
+            return tree, LatentTreeModel.random(tree, 2, 4, noise=0.3, random_state=seed), 2
+
+        return make
+
+    cases = [
+        ("Jukes-Cantor, balanced 64, 1,000 rows, edge length 0.15", jc("balanced", 64, 0.15), 1000),
+        ("Jukes-Cantor, random 64, 1,000 rows", jc("random", 64), 1000),
+        ("Jukes-Cantor, random 64, 10,000 rows", jc("random", 64), 10_000),
+        ("Jukes-Cantor, random 256, 1,000 rows", jc("random", 256), 1000),
+        ("general Markov k = 2, n = 4, balanced 16, 1e4 rows", gm("balanced", 16), 10_000),
+        ("general Markov k = 2, n = 4, random 16, 1e4 rows", gm("random", 16), 10_000),
+        ("general Markov k = 2, n = 4, random 32, 1e5 rows", gm("random", 32), 100_000),
+    ]
+    if quick:
+        cases = [c for c in cases if "256" not in c[0] and "1e5" not in c[0]]
+    rows = [phylo_case(label, make, n, n_models, PHYLO_METHODS) for label, make, n in cases]
+    return markdown_table(["case"] + PHYLO_METHODS, rows)
+
+
+def main(quick=False, parts=("rf", "speed", "phylo")):
     sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
     n_models = 2 if quick else 5
-    tables = [
-        f"## RF distance to the true tree, noise = {noise}\n\n{rf_table(sizes, n_models, noise)}"
-        for noise in NOISE_LEVELS
+    text = [
+        f"# bench_structure{'_quick' if quick else ''}\n\nMachine: {machine()}. k = k' = 2, "
+        "n = 4; CPTs of `LatentTreeModel.random(noise=...)` (smaller noise: "
+        "better-conditioned edges). Thresholds of rg/clrg/clnj: 2 / sqrt(N)."
     ]
-    speed = nj_speed([256, 1024] if quick else [256, 1024, 2048])
-    save(
-        "bench_structure",
-        f"# bench_structure\n\nMachine: {machine()}. k = k' = 2, n = 4; CPTs of "
-        "`LatentTreeModel.random(noise=...)` (smaller noise: better-conditioned edges). "
-        "Thresholds of rg/clrg/clnj: 2 / sqrt(N).\n\n" + "\n\n".join(tables) + "\n\n"
-        f"## Neighbor joining time (exact additive distances, random binary tree)\n\n{speed}",
+    if "rf" in parts:
+        text += [
+            f"## RF distance to the true tree, noise = {noise}\n\n"
+            f"{rf_table(sizes, n_models, noise)}"
+            for noise in NOISE_LEVELS
+        ]
+    if "speed" in parts:
+        speed = nj_speed([256, 1024] if quick else [256, 1024, 2048])
+        text.append(
+            f"## Neighbor joining time (exact additive distances, random binary tree)\n\n{speed}"
+        )
+    if "phylo" in parts:
+        text.append(
+            "## Against phylogenetics: exact recoveries of 5 models, mean RF (mean seconds)"
+            "\n\n" + phylo_table(quick)
+        )
+    name = "bench_structure" + (
+        "" if set(parts) >= {"rf", "speed", "phylo"} else "_" + "_".join(parts)
     )
+    save(name + ("_quick" if quick else ""), "\n\n".join(text))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    main(parser.parse_args().quick)
+    parser.add_argument("--part", default="rf,speed,phylo")
+    args = parser.parse_args()
+    main(args.quick, tuple(args.part.split(",")))

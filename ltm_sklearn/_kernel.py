@@ -115,7 +115,8 @@ class KernelLatentTree(BaseLatentTree):
         kernel metric of eq. (12) with ``d = n_hidden_states`` (weighted, NaN-aware):
         neighbor joining (the paper's), minimum-evolution search, recursive grouping,
         Chow-Liu recursive grouping or Chow-Liu neighbor joining (see
-        :class:`SpectralLatentTree`; ``"clnj"`` is the most accurate on deep random trees). ``"star"`` joins every column to one hidden node.
+        :class:`SpectralLatentTree`; ``"clnj"`` is the most accurate on deep random trees).
+        ``"star"`` joins every column to one hidden node.
         ``"gaussian"`` and ``"nonparanormal"`` run neighbor joining on the Gaussian metric
         ``-log |corr|`` or its rank-Gaussianised version (the baselines of papers/002
         Fig. 1; complete rows only, ignoring ``sample_weight``).

@@ -557,19 +557,14 @@ def _parse_newick(text):
     current = root
     pos = 0
     for pos, tok in enumerate(tokens[:-1]):
-        if tok == "(":
-            child = {"label": None, "children": []}
-            current["children"].append(child)
-            stack.append(child)
-            current = child
-        elif tok == ",":
-            if len(stack) < 2:
-                raise ValueError(f"Unexpected ',' outside parentheses near token {pos}.")
-            stack.pop()
-            child = {"label": None, "children": []}
-            stack[-1]["children"].append(child)
-            stack.append(child)
-            current = child
+        if tok in "(,":
+            if tok == ",":  # close the sibling just read, open the next one
+                if len(stack) < 2:
+                    raise ValueError(f"Unexpected ',' outside parentheses near token {pos}.")
+                stack.pop()
+            current = {"label": None, "children": []}
+            stack[-1]["children"].append(current)
+            stack.append(current)
         elif tok == ")":
             if len(stack) < 2:
                 raise ValueError(f"Unbalanced parentheses in Newick string near token {pos}.")

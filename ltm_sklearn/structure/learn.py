@@ -8,7 +8,7 @@ from ..tree import LatentTree
 from .chow_liu import clnj, clrg
 from .nj import neighbor_joining
 from .rg import recursive_grouping
-from .search import minimum_evolution_search
+from .search import binary_leaf_tree, bionj, bme_length, minimum_evolution_search
 
 __all__ = ["STRUCTURE_METHODS", "learn_tree", "sample_threshold"]
 
@@ -38,8 +38,9 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None):
     D : ndarray of shape (d, d)
         Tree metric (for instance :func:`spectral_distance`).
     method : {"me", "nj", "rg", "clrg", "clnj", "star"}, default="nj"
-        Minimum-evolution search (BIONJ improved by NNIs under balanced minimum evolution,
-        :func:`~ltm_sklearn.structure.minimum_evolution_search`), neighbor joining (all
+        Minimum-evolution search (NNIs under balanced minimum evolution,
+        :func:`~ltm_sklearn.structure.minimum_evolution_search`, from BIONJ and from
+        Chow-Liu neighbor joining; the shorter tree wins), neighbor joining (all
         observed variables at leaves), recursive grouping, Chow-Liu recursive grouping,
         Chow-Liu neighbor joining (these three may place observed variables at internal
         nodes), or a star around one hidden node.
@@ -66,10 +67,15 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None):
     d = D.shape[0]
     if method == "star" or d <= 3:
         return LatentTree.star(d, feature_names=feature_names)
-    threshold = 1e-8 if n_samples is None else sample_threshold(n_samples)
     if method == "nj":
         return neighbor_joining(D, feature_names=feature_names)
+    threshold = 1e-8 if n_samples is None else sample_threshold(n_samples)
     if method == "me":
-        return minimum_evolution_search(D, feature_names=feature_names)
+        # the search from both starts (BIONJ; Chow-Liu neighbor joining, made binary),
+        # the shorter tree under balanced minimum evolution wins
+        starts = [bionj(D), binary_leaf_tree(clnj(D, threshold=threshold))]
+        found = [minimum_evolution_search(D, start) for start in starts]
+        best = min(found, key=lambda tree: bme_length(tree, D))
+        return LatentTree(best.edges, d, feature_names=feature_names)
     fn = {"rg": recursive_grouping, "clrg": clrg, "clnj": clnj}[method]
     return fn(D, threshold=threshold, feature_names=feature_names)
