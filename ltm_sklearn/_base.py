@@ -69,6 +69,8 @@ AUTO_CANDIDATES = ("chow_liu", "clnj", "me", "star")
 _VALIDATION_SHARE = 0.2
 _SELECTION_MAX_TRAIN = 20_000
 _SELECTION_MAX_VALIDATION = 5_000
+#: EM iterations of the candidate fits (a ranking needs less precision than the final fit)
+_SELECTION_MAX_ITER = 50
 
 
 #: fitted attributes that some fits set and others do not
@@ -238,7 +240,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
 
         A random ``_VALIDATION_SHARE`` of the rows (at most ``_SELECTION_MAX_VALIDATION``)
         is held out; every candidate structure is learned and fitted on the other rows (at
-        most ``_SELECTION_MAX_TRAIN``) and scored on the held-out ones.
+        most ``_SELECTION_MAX_TRAIN``, at most ``_SELECTION_MAX_ITER`` EM iterations) and
+        scored on the held-out ones.
         """
         rng = check_random_state(self.random_state)
         rows = np.flatnonzero(moments.sample_weight > 0)
@@ -256,7 +259,9 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         for name in candidates:
             tree = self._learn_tree(train_moments, name)
             tree = LatentTree(tree.edges, tree.n_observed)
-            fitted = self._fit_parameters(tree, train_moments, rng)
+            fitted = self._fit_parameters(
+                tree, train_moments, rng, max_iter=min(self.max_iter, _SELECTION_MAX_ITER)
+            )
             ll = self._model_log_likelihood(fitted, val_codes, unseen)
             scores[name] = float(np.average(ll, weights=val_w))
         self.structure_scores_ = scores
@@ -313,12 +318,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     def _unseen_proba(self, moments):
         return np.array([1.0 / (c.size + t + 1.0) for c, t in moments.singleton_counts()])
 
-    def _fit_parameters(self, tree, moments, rng):
-        """Explicit starting point (:meth:`_initial_parameters`) polished by EM."""
+    def _fit_parameters(self, tree, moments, rng, max_iter=None):
+        """Explicit starting point (:meth:`_initial_parameters`) polished by EM (at most
+        ``max_iter`` iterations, default ``self.max_iter``)."""
         root, cpts, extras = self._initial_parameters(tree, moments, rng)
-        return self._polish(tree, moments, root, cpts, extras, rng)
+        return self._polish(tree, moments, root, cpts, extras, rng, max_iter)
 
-    def _polish(self, tree, moments, root, cpts, extras, rng=None):
+    def _polish(self, tree, moments, root, cpts, extras, rng=None, max_iter=None):
         from ._em import polish
         from .tensor import expand_states
 
@@ -333,7 +339,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             moments.sample_weight,
             moments.n_states,
             alpha=self.alpha,
-            max_iter=self.max_iter,
+            max_iter=self.max_iter if max_iter is None else max_iter,
             tol=self.tol,
             random_state=rng,
             verbose=self.verbose,

@@ -382,15 +382,15 @@ class LatentTreeEM(BaseLatentTree):
         n_states = node_states(tree, moments.n_states, self.n_hidden_states)
         return (*random_cpts(tree, n_states, rng), {})
 
-    def _fit_parameters(self, tree, moments, rng):
+    def _fit_parameters(self, tree, moments, rng, max_iter=None):
         best = None
         for run in range(self.n_init):
             if run == 0:
-                fitted = super()._fit_parameters(tree, moments, rng)
+                fitted = super()._fit_parameters(tree, moments, rng, max_iter)
             else:
                 n_states = node_states(tree, moments.n_states, self.n_hidden_states)
                 start = random_cpts(tree, n_states, rng)
-                fitted = self._polish(tree, moments, *start, {})
+                fitted = self._polish(tree, moments, *start, {}, rng, max_iter)
             if self.verbose:
                 print(
                     f"EM restart {run + 1}/{self.n_init}: {fitted.n_iter} iterations, "

@@ -315,7 +315,7 @@ class KernelLatentTree(BaseLatentTree):
         return learn_tree(D, method, n_samples=moments.X.shape[0])
 
     # ------------------------------------------------------------------ model
-    def _fit_parameters(self, tree, moments, rng):
+    def _fit_parameters(self, tree, moments, rng, max_iter=None):
         raw = fit_spectral(
             tree.with_observed_leaves(),
             moments,

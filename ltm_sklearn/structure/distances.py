@@ -35,17 +35,25 @@ def spectral_distance(moments, n_hidden_states):
     """
     singles = moments.singletons()
     d = len(singles)
-    pairs = moments.all_pairs()
     D = np.zeros((d, d))
-    for (i, j), P in pairs.items():
-        k = min(n_hidden_states, P.shape[0], P.shape[1])
-        s = np.linalg.svd(P, compute_uv=False)[:k]
-        si = np.sort(singles[i])[::-1][:k]
-        sj = np.sort(singles[j])[::-1][:k]
-        val = -np.sum(np.log(np.maximum(s, _TINY)))
-        val += 0.5 * (np.sum(np.log(np.maximum(si, _TINY))) + np.sum(np.log(np.maximum(sj, _TINY))))
-        D[i, j] = D[j, i] = max(val, 0.0)
+    # log pdet_k diag P[X_i] for every k: cumulative sums of the sorted log marginals
+    own = [np.cumsum(np.log(np.maximum(np.sort(p)[::-1], _TINY))) for p in singles]
+    for keys, tables in _grouped_pairs(moments):
+        k = min(n_hidden_states, *tables.shape[1:])
+        s = np.linalg.svd(tables, compute_uv=False)[:, :k]  # batched over the pairs
+        val = -np.sum(np.log(np.maximum(s, _TINY)), axis=1)
+        I, J = np.array(keys).T
+        val += 0.5 * np.array([own[i][k - 1] + own[j][k - 1] for i, j in keys])
+        D[I, J] = D[J, I] = np.maximum(val, 0.0)
     return D
+
+
+def _grouped_pairs(moments):
+    """All pair tables, grouped by shape: ``[(keys, (m, n_i, n_j) stacked tables)]``."""
+    groups = {}
+    for key, P in moments.all_pairs().items():
+        groups.setdefault(P.shape, []).append((key, P))
+    return [([k for k, _ in items], np.stack([P for _, P in items])) for items in groups.values()]
 
 
 def mutual_information(moments):
@@ -65,11 +73,14 @@ def mutual_information(moments):
     """
     d = len(moments.n_states)
     M = np.zeros((d, d))
-    for (i, j), P in moments.all_pairs().items():
-        pi = P.sum(axis=1, keepdims=True)
-        pj = P.sum(axis=0, keepdims=True)
-        nz = P > 0
-        M[i, j] = M[j, i] = max(float(np.sum(P[nz] * np.log(P[nz] / (pi @ pj)[nz]))), 0.0)
+    for keys, P in _grouped_pairs(moments):
+        pi = P.sum(axis=2, keepdims=True)
+        pj = P.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = np.where(P > 0, P * np.log(P / (pi * pj)), 0.0)
+        values = np.maximum(terms.sum(axis=(1, 2)), 0.0)
+        for (i, j), v in zip(keys, values):
+            M[i, j] = M[j, i] = v
     return M
 
 

@@ -139,7 +139,8 @@ class _Subtrees:
 
     Every edge ``(p, c)`` in both directions is a subtree (``c`` and everything beyond it
     from ``p``); ``children[e]`` are the two subtrees below an internal head, ``-1`` for a
-    leaf. ``avg[e, f]`` is the balanced average distance between disjoint subtrees.
+    leaf. ``avg[e, f]`` is the balanced average distance between disjoint subtrees,
+    computed level by level (all subtrees of one height at once).
     """
 
     def __init__(self, adjacency, d, D):
@@ -150,42 +151,52 @@ class _Subtrees:
                 tails.append(p)
                 heads.append(c)
         n_edges = len(heads)
+        heads = np.asarray(heads)
         children = np.full((n_edges, 2), -1, dtype=np.int64)
         for e in range(n_edges):
             p, c = tails[e], heads[e]
             if c >= d:
-                kids = [index[(c, x)] for x in adjacency[c] if x != p]
-                children[e] = kids
-        # sizes (leaves below) in increasing order: leaves first, then by resolution
-        size = np.where(children[:, 0] < 0, 1, 0)
-        order = list(np.flatnonzero(size == 1))
-        pending = [e for e in range(n_edges) if size[e] == 0]
-        while pending:
-            rest = []
-            for e in pending:
-                a, b = children[e]
-                if size[a] and size[b]:
-                    size[e] = size[a] + size[b]
-                    order.append(e)
-                else:
-                    rest.append(e)
-            pending = rest
-        order = np.array(sorted(order, key=lambda e: size[e]), dtype=np.int64)
-        leaf = np.where(children[:, 0] < 0, np.asarray(heads), -1)
+                children[e] = [index[(c, x)] for x in adjacency[c] if x != p]
+        # height of every subtree (0 for a leaf), then one vector step per height
+        height = np.where(children[:, 0] < 0, 0, -1)
+        while np.any(height < 0):
+            todo = np.flatnonzero(height < 0)
+            h = height[children[todo]]
+            ready = np.all(h >= 0, axis=1)
+            height[todo[ready]] = h[ready].max(axis=1) + 1
+        levels = [np.flatnonzero(height == t) for t in range(1, height.max() + 1)]
+        leaves = np.flatnonzero(height == 0)
         # M[i, e]: balanced average distance from leaf i to subtree e
         M = np.empty((d, n_edges))
-        for e in order:
-            if leaf[e] >= 0:
-                M[:, e] = D[:, leaf[e]]
-            else:
-                M[:, e] = 0.5 * (M[:, children[e, 0]] + M[:, children[e, 1]])
+        M[:, leaves] = D[:, heads[leaves]]
+        for level in levels:
+            M[:, level] = 0.5 * (M[:, children[level, 0]] + M[:, children[level, 1]])
         avg = np.empty((n_edges, n_edges))
-        for e in order:
-            if leaf[e] >= 0:
-                avg[e] = M[leaf[e]]
-            else:
-                avg[e] = 0.5 * (avg[children[e, 0]] + avg[children[e, 1]])
-        self.index, self.tails, self.heads, self.avg = index, tails, heads, avg
+        avg[leaves] = M[heads[leaves]]
+        for level in levels:
+            avg[level] = 0.5 * (avg[children[level, 0]] + avg[children[level, 1]])
+        self.index, self.avg, self.d = index, avg, d
+
+    def length(self, adjacency):
+        """BME length as the sum of balanced edge lengths (Desper & Gascuel 2002):
+        ``(D_AC + D_AD + D_BC + D_BD) / 4 - (D_AB + D_CD) / 2`` for an internal edge,
+        ``(D_iB + D_iC - D_BC) / 2`` for the edge of leaf ``i``."""
+        avg, index, d = self.avg, self.index, self.d
+        total = 0.0
+        for u, nbrs in enumerate(adjacency):
+            for v in nbrs:
+                if v < d:  # the edge of leaf v (u is its internal neighbour)
+                    b, c = [x for x in nbrs if x != v]
+                    i, B, C = index[(u, v)], index[(u, b)], index[(u, c)]
+                    total += 0.5 * (avg[i, B] + avg[i, C] - avg[B, C])
+                elif u >= d and u < v:
+                    a, b = [x for x in nbrs if x != v]
+                    c, e = [x for x in adjacency[v] if x != u]
+                    A, B = index[(u, a)], index[(u, b)]
+                    C, E = index[(v, c)], index[(v, e)]
+                    total += 0.25 * (avg[A, C] + avg[A, E] + avg[B, C] + avg[B, E])
+                    total -= 0.5 * (avg[A, B] + avg[C, E])
+        return float(total)
 
 
 def _adjacency(tree):
@@ -262,9 +273,9 @@ def minimum_evolution_search(D, start=None, max_rounds=None, tol=1e-12, feature_
     _check_binary(start)
     adjacency = _adjacency(start)
     max_rounds = 4 * d if max_rounds is None else int(max_rounds)
-    length = bme_length(start, D)
+    sub = _Subtrees(adjacency, d, D)
+    length = sub.length(adjacency)
     for _ in range(max_rounds):
-        sub = _Subtrees(adjacency, d, D)
         moves = sorted(_nni_gains(adjacency, d, sub), reverse=True)
         moves = [m for m in moves if m[0] > tol]
         if not moves:
@@ -278,13 +289,15 @@ def minimum_evolution_search(D, start=None, max_rounds=None, tol=1e-12, feature_
         trial = [list(nb) for nb in adjacency]
         for move in batch:
             _apply_nni(trial, *move)
-        new_length = bme_length(_tree(trial, d), D)
-        if len(batch) == 1 or new_length < length - tol:
-            adjacency, length = trial, new_length
+        trial_sub = _Subtrees(trial, d, D)
+        trial_length = trial_sub.length(trial)
+        if len(batch) == 1 or trial_length < length - tol:
+            adjacency, sub, length = trial, trial_sub, trial_length
             continue
         # ... or the best one alone when they interfere
         _apply_nni(adjacency, *moves[0][1:])
-        length = bme_length(_tree(adjacency, d), D)
+        sub = _Subtrees(adjacency, d, D)
+        length = sub.length(adjacency)
     return _tree(adjacency, d, feature_names)
 
 
