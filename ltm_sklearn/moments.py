@@ -39,9 +39,6 @@ __all__ = [
 
 # Dense counting is used for a projected moment when the full table is at most this large.
 _DENSE_TABLE_LIMIT = 4096
-# All pair tables come from one Gram matrix when the stacked one-hot features are at most
-# this wide (the dense Gram then has at most 16.8 million entries).
-_GRAM_LIMIT = 4096
 
 
 # ---------------------------------------------------------------------- encoding
@@ -353,33 +350,9 @@ class MomentEstimator:
         return self.pairs([(i, j)])[(i, j)]
 
     def all_pairs(self):
-        """All ``d (d - 1) / 2`` pair tables, counted in one pass over the rows.
-
-        When the one-hot features of all columns are at most :data:`_GRAM_LIMIT` wide, the
-        tables are the blocks of one sparse Gram matrix ``O^T diag(w) O`` of the one-hot
-        rows (one sparse product instead of ``d^2 / 2`` counts), each divided by the
-        weight of the rows observing both columns.
-        """
+        """All ``d (d - 1) / 2`` pair tables, counted in one pass over the rows."""
         d = self.codes.shape[0]
-        wanted = [(i, j) for i in range(d) for j in range(i + 1, d)]
-        offsets = np.concatenate([[0], np.cumsum(self.n_states)])
-        if offsets[-1] <= _GRAM_LIMIT and any(p not in self._pairs for p in wanted):
-            from scipy.sparse import csr_matrix
-
-            codes, w = self.codes, self.sample_weight
-            obs = codes >= 0
-            r, c = np.nonzero(obs.T)  # rows, columns of the observed entries
-            O = csr_matrix(
-                (np.ones(r.size), (r, offsets[c] + codes.T[r, c])),
-                shape=(codes.shape[1], int(offsets[-1])),
-            )
-            G = (O.T @ O.multiply(w[:, None]).tocsr()).toarray()
-            ob = obs.T.astype(float)
-            W = ob.T @ (w[:, None] * ob)
-            for i, j in wanted:
-                block = G[offsets[i] : offsets[i + 1], offsets[j] : offsets[j + 1]]
-                self._pairs[(i, j)] = _normalise(block, W[i, j])
-        return self.pairs(wanted)
+        return self.pairs([(i, j) for i in range(d) for j in range(i + 1, d)])
 
     # -- projected higher-order moments
     def projected(self, requests):
