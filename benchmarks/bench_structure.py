@@ -237,13 +237,23 @@ def phylo_table(quick):
         ("Jukes-Cantor, random 64, 1,000 rows", jc("random", 64), 1000),
         ("Jukes-Cantor, random 64, 10,000 rows", jc("random", 64), 10_000),
         ("Jukes-Cantor, random 256, 1,000 rows", jc("random", 256), 1000),
+        ("Jukes-Cantor, random 256, 10,000 rows", jc("random", 256), 10_000),
+        ("Jukes-Cantor, random 1,024, 1,000 rows (3 models)", jc("random", 1024), 1000),
+        ("Jukes-Cantor, random 1,024, 10,000 rows (3 models)", jc("random", 1024), 10_000),
         ("general Markov k = 2, n = 4, balanced 16, 1e4 rows", gm("balanced", 16), 10_000),
         ("general Markov k = 2, n = 4, random 16, 1e4 rows", gm("random", 16), 10_000),
         ("general Markov k = 2, n = 4, random 32, 1e5 rows", gm("random", 32), 100_000),
     ]
     if quick:
-        cases = [c for c in cases if "256" not in c[0] and "1e5" not in c[0]]
-    rows = [phylo_case(label, make, n, n_models, PHYLO_METHODS) for label, make, n in cases]
+        cases = [
+            c for c in cases if "256" not in c[0] and "1e5" not in c[0] and "1,024" not in c[0]
+        ]
+    rows = [
+        phylo_case(
+            label, make, n, min(n_models, 3) if "1,024" in label else n_models, PHYLO_METHODS
+        )
+        for label, make, n in cases
+    ]
     return markdown_table(["case"] + PHYLO_METHODS, rows)
 
 

@@ -196,7 +196,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         if method == "quartet":
             return learn_tree_quartets(moments, self.n_hidden_states)[0]
         D = spectral_distance(moments, self.n_hidden_states)
-        return learn_tree(D, method, n_samples=moments.sample_weight.sum())
+        return learn_tree(
+            D,
+            method,
+            n_samples=moments.sample_weight.sum(),
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
+        )
 
     def _learn_tree(self, moments, method):
         """:meth:`_build_tree` on the informative columns (at least two categories); the

@@ -109,11 +109,14 @@ class KernelLatentTree(BaseLatentTree):
         fewer feature dimensions) uses that rank.
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree (observed columns at the leaves). ``None`` learns it.
-    structure : {"nj", "me", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal"}, \
-            default="nj"
+    structure : {"me", "nj", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal"}, \
+            default="me"
         Structure learning when ``tree=None``. The first five reconstruct the tree from the
-        kernel metric of eq. (12) with ``d = n_hidden_states`` (weighted, NaN-aware):
-        neighbor joining (the paper's), minimum-evolution search, recursive grouping,
+        kernel metric of eq. (12) (weighted, NaN-aware) with ``max(1, n_hidden_states - 1)``
+        singular values - the rank of the *centred* covariance operators of a hidden
+        variable with ``n_hidden_states`` states: minimum-evolution search (NNIs and SPRs
+        from BIONJ and CLNJ, see :func:`~ltm_sklearn.structure.learn_tree`), neighbor
+        joining (the paper's), recursive grouping,
         Chow-Liu recursive grouping or Chow-Liu neighbor joining (see
         :class:`SpectralLatentTree`; ``"clnj"`` is the most accurate on deep random trees).
         ``"star"`` joins every column to one hidden node.
@@ -132,10 +135,12 @@ class KernelLatentTree(BaseLatentTree):
         those of another fit (``feature_map_.bandwidths_``), so that several models
         smooth alike (:class:`~ltm_sklearn.LatentTreeClassifier` shares them this way).
     n_jobs : int, default=None
-        Unused (moments are single GEMMs, parallel through BLAS); kept for a uniform API.
+        The two starts of the minimum-evolution search (``structure="me"``) in parallel
+        processes (moments are single GEMMs, parallel through BLAS).
     random_state : int, RandomState instance or None, default=None
         Unused: the landmarks are quantiles, the algorithm is deterministic.
     verbose : int, default=0
+        Print the progress of the tree search.
 
     Attributes
     ----------
@@ -206,7 +211,7 @@ class KernelLatentTree(BaseLatentTree):
         n_hidden_states=2,
         *,
         tree=None,
-        structure="nj",
+        structure="me",
         n_components=50,
         bandwidth_scale=1.0,
         bandwidth=None,
@@ -311,8 +316,12 @@ class KernelLatentTree(BaseLatentTree):
                 )
             metric = gaussian_distance if method == "gaussian" else nonparanormal_distance
             return learn_tree(metric(X), "nj", n_samples=X.shape[0])
-        D = kernel_distance(moments, self.n_hidden_states)
-        return learn_tree(D, method, n_samples=moments.X.shape[0])
+        # centred operators of a k'-state hidden variable have rank k' - 1 (the centring
+        # removes the constant direction): more singular values would add noise only
+        D = kernel_distance(moments, max(1, self.n_hidden_states - 1))
+        return learn_tree(
+            D, method, n_samples=moments.X.shape[0], n_jobs=self.n_jobs, verbose=self.verbose
+        )
 
     # ------------------------------------------------------------------ model
     def _fit_parameters(self, tree, moments, rng, max_iter=None):

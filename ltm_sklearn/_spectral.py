@@ -506,11 +506,15 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         EM stops when an iteration improves the training objective by less than ``tol``
         nats per row.
     n_jobs : int, default=None
-        Row chunks counted in parallel threads when estimating moments.
+        Row chunks counted in parallel threads when estimating moments; the two starts of
+        the minimum-evolution search (``structure="me"``, a candidate of ``"auto"``) in
+        parallel processes.
     random_state : int, RandomState instance or None, default=None
         Seeds the held-out split of ``structure="auto"``, the tensor power method's
         starts and the perturbation of copied hidden states.
     verbose : int, default=0
+        Print the structure choice of ``"auto"``, the progress of the tree search and of
+        EM.
 
     Attributes
     ----------

@@ -336,8 +336,29 @@ class MomentEstimator:
     # -- pairs
     def pairs(self, pairs):
         """Joint tables ``P(X_i, X_j)`` for a list of ``(i, j)``; returns a dict."""
-        todo = sorted({(i, j) for i, j in pairs if (i, j) not in self._pairs})
-        if todo:
+        todo = [key for key in dict.fromkeys(pairs) if key not in self._pairs]
+        columns = np.unique(np.asarray(todo, dtype=np.int64).ravel()) if todo else None
+        if todo and _gram_pays(self.n_states[columns], len(todo)):
+            # many pairs of columns with few states: one weighted one-hot Gram matrix
+            ((gram, totals),) = self._map_chunks(_gram_sums, self.n_states, columns)
+            sizes = self.n_states[columns]
+            offsets = np.concatenate([[0], np.cumsum(sizes)])
+            where = {c: t for t, c in enumerate(columns)}
+            if np.all(sizes == sizes[0]):  # all blocks at once
+                k, m = len(columns), int(sizes[0])
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    blocks = (
+                        gram.reshape(k, m, k, m).transpose(0, 2, 1, 3)
+                        / np.where(totals > 0, totals, np.inf)[:, :, None, None]
+                    )
+                for i, j in todo:
+                    self._pairs[(i, j)] = blocks[where[i], where[j]]
+            else:
+                for i, j in todo:
+                    a, b = where[i], where[j]
+                    table = gram[offsets[a] : offsets[a + 1], offsets[b] : offsets[b + 1]]
+                    self._pairs[(i, j)] = _normalise(table.copy(), totals[a, b])
+        elif todo:
             sums = self._map_chunks(_pair_sums, self.n_states, todo)
             for (i, j), (table, total) in zip(todo, sums):
                 self._pairs[(i, j)] = _normalise(table, total)
@@ -410,6 +431,56 @@ def _pair_sums(codes, w, n_states, pairs):
         table = np.bincount(key, weights=ww, minlength=ni * nj).reshape(ni, nj)
         out.append((table, float(ww.sum())))
     return out
+
+
+#: cost per row of one pair table counted alone, and of one floating-point operation of a
+#: matrix product (seconds; measured on the development machine, only their ratio matters)
+_PAIR_ROW_COST = 1.1e-8
+_FLOP_COST = 6e-12
+#: largest one-hot width whose Gram matrix is formed (8192^2 doubles: 512 MB)
+_MAX_GRAM_WIDTH = 8192
+
+
+def _gram_pays(n_states, n_pairs):
+    """Whether one one-hot Gram matrix over these columns is cheaper than ``n_pairs``
+    separate pair counts (both scale with the rows; a safety factor of 4 on the Gram)."""
+    width = int(np.sum(n_states))
+    if width > _MAX_GRAM_WIDTH or n_pairs < 16:
+        return False
+    return 4 * 2.0 * width**2 * _FLOP_COST < n_pairs * _PAIR_ROW_COST
+
+
+def _gram_sums(codes, w, n_states, columns, block=4096):
+    """Weighted one-hot Gram matrix of ``columns`` and the weight observing each pair.
+
+    ``gram[off_i + a, off_j + b]`` is the weight of the rows with ``X_i = a, X_j = b``;
+    ``totals[i, j]`` the weight of the rows observing both (missing codes are -1).
+    """
+    sizes = n_states[columns]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    width = int(np.sum(sizes))
+    k = len(columns)
+    gram = np.zeros((width, width))
+    totals = np.zeros((k, k))
+    sub = codes[columns]
+    for start in range(0, sub.shape[1], block):
+        c = sub[:, start : start + block]
+        ww = w[start : start + block]
+        n = c.shape[1]
+        observed = c >= 0
+        # whole-number weights sum exactly in single precision below 2^24 (twice as fast)
+        whole = np.all(ww == np.round(ww)) and ww.max(initial=0.0) * n < 2.0**24
+        onehot = np.zeros((n, width), dtype=np.float32 if whole else float)
+        rows, cols = np.nonzero(observed.T)
+        onehot[rows, offsets[cols] + c.T[rows, cols]] = 1.0
+        weighted = onehot if np.all(ww == 1.0) else onehot * ww[:, None].astype(onehot.dtype)
+        gram += weighted.T @ onehot
+        if observed.all():
+            totals += ww.sum()
+        else:
+            obs = observed.T.astype(float)
+            totals += (obs * ww[:, None]).T @ obs
+    return [(gram, totals)]
 
 
 def _projected_sums(codes, w, n_states, requests):

@@ -133,6 +133,17 @@ def test_kernel_metric_recovers_uncorrelated_tree_where_gaussian_fails():
     assert exact["gaussian"] == 0 and exact["nonparanormal"] == 0
 
 
+def test_defaults_recover_the_sign_flip_tree():
+    """The default metric rank (n_hidden_states - 1 for centred operators) and the
+    minimum-evolution search recover papers/002's 16-leaf tree at N = 2,000."""
+    tree = balanced_binary_tree(16)
+    exact = 0
+    for seed in range(5):
+        X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=seed)
+        exact += robinson_foulds(KernelLatentTree().fit(X).tree_, tree) == 0
+    assert exact >= 4
+
+
 def test_estimator_structure_options():
     tree = balanced_binary_tree(8)
     X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=0)

@@ -74,6 +74,25 @@ def test_integer_weights_equal_repetition():
     np.testing.assert_allclose(a.pair(0, 2), b.pair(0, 2))
 
 
+@pytest.mark.parametrize("n_jobs, weights", [(None, "real"), (2, "real"), (None, "whole")])
+def test_gram_and_pair_by_pair_counts_agree(monkeypatch, n_jobs, weights):
+    import ltm_sklearn.moments as mom
+
+    rng = np.random.RandomState(5)
+    # mixed sizes, and equal sizes (the Gram's blocks are cut all at once)
+    sizes = [3, 5, 4, 2, 3, 6, 2, 4] if weights == "real" else [4] * 8
+    codes = _random_codes(rng, 9001, sizes, missing=0.07)
+    w = rng.random_sample(9001) if weights == "real" else rng.randint(0, 5, 9001).astype(float)
+    monkeypatch.setattr(mom, "_gram_pays", lambda *args: True)
+    gram = MomentEstimator(codes, sizes, w, n_jobs=n_jobs).all_pairs()
+    monkeypatch.setattr(mom, "_gram_pays", lambda *args: False)
+    single = MomentEstimator(codes, sizes, w, n_jobs=n_jobs).all_pairs()
+    assert gram.keys() == single.keys()
+    for key, table in single.items():
+        np.testing.assert_allclose(gram[key], table, atol=1e-14)
+        assert gram[key].sum() == pytest.approx(1.0)
+
+
 def test_projected_dense_and_row_paths_agree(monkeypatch):
     import ltm_sklearn.moments as mom
 

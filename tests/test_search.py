@@ -19,7 +19,14 @@ from ltm_sklearn.structure import (
     neighbor_joining,
     spectral_distance,
 )
-from ltm_sklearn.structure.search import _apply_nni, _nni_gains, _Subtrees, _tree
+from ltm_sklearn.structure.search import (
+    _apply_nni,
+    _apply_spr,
+    _nni_gains,
+    _spr_moves,
+    _Subtrees,
+    _tree,
+)
 
 
 def additive(tree, seed):
@@ -60,6 +67,48 @@ def test_nni_gains_are_exact_and_search_finds_the_truth_from_a_random_start(n_le
     found = minimum_evolution_search(D, start)
     assert robinson_foulds(found, truth) == 0
     assert bme_length(found, D) == pytest.approx(bme_length(truth, D))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_spr_gains_are_exact_changes_of_the_length(seed):
+    # any symmetric matrix (not a tree metric): the regraft formula is an identity
+    rng = np.random.RandomState(seed)
+    tree = random_binary_tree(24, random_state=seed)
+    D = rng.uniform(0.0, 3.0, (24, 24))
+    D = D + D.T
+    np.fill_diagonal(D, 0.0)
+    adjacency = [list(nb) for nb in tree.neighbors]
+    moves = _spr_moves(adjacency, 24, _Subtrees(adjacency, 24, D), radius=6)
+    assert max(len(m[5]) for m in moves) > 3  # regrafts beyond interchanges are scored
+    before = bme_length(tree, D)
+    for gain, p, s, x, c, _path in moves[:: max(1, len(moves) // 60)]:
+        trial = [list(nb) for nb in adjacency]
+        _apply_spr(trial, p, s, x, c)
+        after = _tree(trial, 24)
+        assert sorted(after.degree(u) for u in range(24)) == [1] * 24
+        assert before - bme_length(after, D) == pytest.approx(gain, abs=1e-9)
+
+
+def test_every_round_shortens_and_spr_finds_the_truth_from_random_regrafts(capsys):
+    truth = random_binary_tree(48, random_state=7)
+    D = additive(truth, 7)
+    # a start a few random regrafts away from the truth
+    rng = np.random.RandomState(0)
+    adjacency = [list(nb) for nb in truth.neighbors]
+    for _ in range(6):
+        p = rng.randint(48, len(adjacency))
+        s = adjacency[p][rng.randint(3)]
+        a = [x for x in adjacency[p] if x != s][0]
+        kids = [z for z in adjacency[a] if z != p]
+        if not kids:
+            continue
+        _apply_spr(adjacency, p, s, a, kids[rng.randint(2)])
+    start = _tree(adjacency, 48)
+    assert robinson_foulds(start, truth) > 0
+    found = minimum_evolution_search(D, start, verbose=1)
+    assert robinson_foulds(found, truth) == 0
+    lengths = [float(line.rsplit(" ", 1)[1]) for line in capsys.readouterr().out.splitlines()]
+    assert all(b < a for a, b in zip(lengths, lengths[1:]))
 
 
 def test_search_never_lengthens_the_start_and_is_invariant_to_column_order():

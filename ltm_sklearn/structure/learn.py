@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from joblib import Parallel, delayed
 
 from ..tree import LatentTree
 from .chow_liu import clnj, clrg
@@ -30,7 +31,7 @@ def sample_threshold(n_samples):
     return _THRESHOLD_SCALE / np.sqrt(max(float(n_samples), 1.0))
 
 
-def learn_tree(D, method="nj", n_samples=None, feature_names=None):
+def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, verbose=0):
     """Learn a latent tree from a distance matrix between observed variables.
 
     Parameters
@@ -38,7 +39,7 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None):
     D : ndarray of shape (d, d)
         Tree metric (for instance :func:`spectral_distance`).
     method : {"me", "nj", "rg", "clrg", "clnj", "star"}, default="nj"
-        Minimum-evolution search (NNIs under balanced minimum evolution,
+        Minimum-evolution search (NNIs and SPRs under balanced minimum evolution,
         :func:`~ltm_sklearn.structure.minimum_evolution_search`, from BIONJ and from
         Chow-Liu neighbor joining; the shorter tree wins), neighbor joining (all
         observed variables at leaves), recursive grouping, Chow-Liu recursive grouping,
@@ -47,6 +48,10 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None):
     n_samples : int, default=None
         Rows behind ``D``; sets the test tolerance :func:`sample_threshold` (``None``:
         exact distances, tolerance 1e-8).
+    n_jobs : int, default=None
+        ``"me"``: processes searching from the two starts at once (joblib).
+    verbose : int, default=0
+        ``"me"``: print the progress of each search.
 
     Returns
     -------
@@ -73,9 +78,24 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None):
     if method == "me":
         # the search from both starts (BIONJ; Chow-Liu neighbor joining, made binary),
         # the shorter tree under balanced minimum evolution wins
-        starts = [bionj(D), binary_leaf_tree(clnj(D, threshold=threshold))]
-        found = [minimum_evolution_search(D, start) for start in starts]
+        found = Parallel(n_jobs=n_jobs)(
+            delayed(_search_from)(D, start, threshold, verbose) for start in ("bionj", "clnj")
+        )
         best = min(found, key=lambda tree: bme_length(tree, D))
+        if verbose:
+            lengths = ", ".join(f"{bme_length(t, D):.6f}" for t in found)
+            print(f"minimum evolution: lengths from BIONJ, CLNJ starts {lengths}")
         return LatentTree(best.edges, d, feature_names=feature_names)
     fn = {"rg": recursive_grouping, "clrg": clrg, "clnj": clnj}[method]
     return fn(D, threshold=threshold, feature_names=feature_names)
+
+
+def _search_from(D, start, threshold, verbose):
+    """The minimum-evolution search from one start ("bionj" or "clnj")."""
+    if start == "bionj":
+        tree = bionj(D)
+    else:
+        tree = binary_leaf_tree(clnj(D, threshold=threshold))
+    if verbose:
+        print(f"minimum evolution: search from {start}")
+    return minimum_evolution_search(D, tree, verbose=verbose)

@@ -27,6 +27,17 @@ optimises greedily.
   round evaluates every NNI of the tree in ``O(d^2)``. Improving interchanges on edges
   that share no node are applied together when the exact length confirms the gain,
   otherwise the best one alone, until no interchange shortens the tree.
+* subtree pruning and regrafting (SPR) under BME, the move of FastME 2.0 (Lefort et al.
+  2015) that escapes NNI optima: prune the subtree ``S`` hanging at ``p`` (whose other
+  neighbours root ``A`` and ``B``) and regraft it onto an edge whose two sides in the
+  pruned tree are ``X`` and ``Y``; the length of the result is a constant plus
+
+      (D_SX + D_SY - D_XY) / 2,
+
+  and walking from ``p`` into ``A``, the side ``Y`` of each next edge is the previous
+  ``Y`` and a sibling subtree joined at one node, whose averages are half-sums of averages
+  the NNI step already holds - every regraft within ``spr_radius`` edges is scored without
+  touching the distances again.
 """
 
 from __future__ import annotations
@@ -236,8 +247,84 @@ def _tree(adjacency, d, feature_names=None):
     return LatentTree(edges, d, feature_names=feature_names)
 
 
-def minimum_evolution_search(D, start=None, max_rounds=None, tol=1e-12, feature_names=None):
-    """Improve a tree by NNIs under balanced minimum evolution (see the module docstring).
+def _spr_moves(adjacency, d, sub, radius=4):
+    """Improving subtree prune-and-regraft moves within ``radius`` edges, best first.
+
+    Parameters
+    ----------
+    adjacency : list of lists
+        Neighbours of every node of a binary tree (observed nodes ``0..d-1`` at leaves).
+    d : int
+        Observed variables.
+    sub : _Subtrees
+        Balanced averages of the directed subtrees of this tree.
+    radius : int, default=4
+        Farthest regraft, in edges from the pruned subtree's attachment.
+
+    Returns
+    -------
+    list of tuple
+        ``(gain, p, s, x, c, path)``: pruning the subtree ``s`` hanging at ``p`` and
+        regrafting it onto the edge ``(x, c)`` shortens the tree by ``gain > 0``; ``path``
+        holds the nodes walked from ``p`` to ``x``.
+    """
+    avg, index = sub.avg, sub.index
+    moves = []
+    for p in range(d, len(adjacency)):
+        for s in adjacency[p]:
+            S = index[(p, s)]
+            a, b = [x for x in adjacency[p] if x != s]
+            A, B = index[(p, a)], index[(p, b)]
+            here = 0.5 * (avg[S, A] + avg[S, B] - avg[A, B])
+            for start, other in ((a, B), (b, A)):
+                # (x, c, Y's subtrees, their weights, D_SY, nodes walked): regrafts onto
+                # the edges below c, away from x
+                stack = [(p, start, [other], [1.0], avg[S, other], (p,))]
+                while stack:
+                    x, c, y_idx, y_w, d_sy, path = stack.pop()
+                    if len(path) > radius or c < d:
+                        continue
+                    path = path + (c,)
+                    kids = [z for z in adjacency[c] if z != x]
+                    for z, sib in ((kids[0], kids[1]), (kids[1], kids[0])):
+                        Z, Sib = index[(c, z)], index[(c, sib)]
+                        # Y of the edge (c, z): the sibling and the previous Y joined at c
+                        d_zy = 0.5 * (avg[Z, Sib] + avg[Z, y_idx] @ np.asarray(y_w))
+                        d_sy_z = 0.5 * (avg[S, Sib] + d_sy)
+                        gain = here - 0.5 * (avg[S, Z] + d_sy_z - d_zy)
+                        if gain > 0:
+                            moves.append((gain, p, s, c, z, path))
+                        y_w_z = [0.5] + [0.5 * v for v in y_w]
+                        stack.append((c, z, [Sib] + y_idx, y_w_z, d_sy_z, path))
+    moves.sort(reverse=True)
+    return moves
+
+
+def _apply_spr(adjacency, p, s, x, c):
+    """Prune the subtree ``s`` at ``p`` and regraft it (with ``p``) onto the edge ``(x, c)``."""
+    a, b = [z for z in adjacency[p] if z != s]
+    adjacency[a][adjacency[a].index(p)] = b
+    adjacency[b][adjacency[b].index(p)] = a
+    adjacency[x][adjacency[x].index(c)] = p
+    adjacency[c][adjacency[c].index(x)] = p
+    adjacency[p] = [s, x, c]
+
+
+def minimum_evolution_search(
+    D,
+    start=None,
+    max_rounds=None,
+    tol=1e-12,
+    spr_radius=4,
+    verbose=0,
+    feature_names=None,
+):
+    """Improve a tree by NNIs and SPRs under balanced minimum evolution (module docstring).
+
+    Rounds of nearest-neighbour interchanges run until none shortens the tree; then the
+    best subtree prune-and-regraft moves within ``spr_radius`` edges are applied (those on
+    disjoint paths together when the exact length confirms the gain), and the interchanges
+    resume, until neither kind of move shortens the tree.
 
     Parameters
     ----------
@@ -246,14 +333,19 @@ def minimum_evolution_search(D, start=None, max_rounds=None, tol=1e-12, feature_
     start : LatentTree, default=None
         A binary tree with every observed variable at a leaf (``None``: :func:`bionj`).
     max_rounds : int, default=None
-        Rounds of interchanges (``None``: ``4 d``); every round applies at least one.
+        Rounds of moves (``None``: ``4 d``); every round applies at least one.
     tol : float, default=1e-12
         Smallest length gain that counts.
+    spr_radius : int, default=4
+        Farthest regraft in edges (0: interchanges only).
+    verbose : int, default=0
+        Print the length after every round.
 
     Returns
     -------
     LatentTree
-        A tree no single NNI shortens (unless ``max_rounds`` ran out).
+        A tree no single NNI, nor SPR within ``spr_radius``, shortens (unless
+        ``max_rounds`` ran out).
 
     Examples
     --------
@@ -275,30 +367,64 @@ def minimum_evolution_search(D, start=None, max_rounds=None, tol=1e-12, feature_
     max_rounds = 4 * d if max_rounds is None else int(max_rounds)
     sub = _Subtrees(adjacency, d, D)
     length = sub.length(adjacency)
-    for _ in range(max_rounds):
-        moves = sorted(_nni_gains(adjacency, d, sub), reverse=True)
-        moves = [m for m in moves if m[0] > tol]
-        if not moves:
+    if verbose:
+        print(f"minimum_evolution_search: {d} leaves, start length {length:.6f}")
+    for round_ in range(max_rounds):
+        moves = [m for m in _nni_gains(adjacency, d, sub) if m[0] > tol]
+        kind = "NNI"
+        if moves:
+            moves.sort(reverse=True)
+            apply = _apply_nni
+            batch = _disjoint(moves, adjacency, _nni_nodes)
+        elif spr_radius > 0:
+            moves = [m for m in _spr_moves(adjacency, d, sub, spr_radius) if m[0] > tol]
+            if not moves:
+                break
+            kind = "SPR"
+            apply = _apply_spr
+            batch = _disjoint(moves, adjacency, _spr_nodes)
+        else:
             break
-        # improving NNIs on edges that share no node, applied together ...
-        used, batch = set(), []
-        for _gain, u, v, b, c in moves:
-            if used.isdisjoint((u, v, b, c)):
-                batch.append((u, v, b, c))
-                used.update(adjacency[u] + adjacency[v] + [u, v])
+        # improving moves that share no node, applied together ...
         trial = [list(nb) for nb in adjacency]
         for move in batch:
-            _apply_nni(trial, *move)
+            apply(trial, *move[1:5])
         trial_sub = _Subtrees(trial, d, D)
         trial_length = trial_sub.length(trial)
-        if len(batch) == 1 or trial_length < length - tol:
-            adjacency, sub, length = trial, trial_sub, trial_length
-            continue
-        # ... or the best one alone when they interfere
-        _apply_nni(adjacency, *moves[0][1:])
-        sub = _Subtrees(adjacency, d, D)
-        length = sub.length(adjacency)
+        if len(batch) > 1 and trial_length >= length - tol:
+            # ... or the best one alone when they interfere
+            batch = batch[:1]
+            trial = [list(nb) for nb in adjacency]
+            apply(trial, *moves[0][1:5])
+            trial_sub = _Subtrees(trial, d, D)
+            trial_length = trial_sub.length(trial)
+        adjacency, sub, length = trial, trial_sub, trial_length
+        if verbose:
+            print(f"  round {round_ + 1}: {len(batch)} {kind} move(s), length {length:.6f}")
     return _tree(adjacency, d, feature_names)
+
+
+def _disjoint(moves, adjacency, touched):
+    """Moves (best first) whose touched nodes overlap no earlier chosen move's."""
+    used, batch = set(), []
+    for move in moves:
+        nodes = touched(adjacency, move)
+        if used.isdisjoint(nodes):
+            batch.append(move)
+            used.update(nodes)
+    return batch
+
+
+def _nni_nodes(adjacency, move):
+    """The two ends of an interchange's edge and their neighbours."""
+    _gain, u, v = move[:3]
+    return adjacency[u] + adjacency[v] + [u, v]
+
+
+def _spr_nodes(adjacency, move):
+    """The pruned node, the regraft edge, the path between them and their neighbours."""
+    _gain, p, s, x, c, path = move
+    return [p, s, x, c, *path] + adjacency[p] + adjacency[x] + adjacency[c]
 
 
 def binary_leaf_tree(tree):
