@@ -170,12 +170,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         if isinstance(given, str):
             given = declared
         self._encoder = CategoricalEncoder("auto" if given is None else given)
+        names = getattr(self, "feature_names_in_", None)
         if sample_weight is not None and not np.all(sample_weight > 0):
             # a row of weight zero is a row left out: its values are not categories
-            self._encoder.fit(X[sample_weight > 0])
+            self._encoder.fit_transform(X[sample_weight > 0], names)
             codes = self._encoder.transform(X)
         else:
-            codes = self._encoder.fit_transform(X)
+            codes = self._encoder.fit_transform(X, names)
         self.categories_ = self._encoder.categories_
         return codes
 

@@ -139,7 +139,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         shared = {}
         if isinstance(params.get("categories"), str):
             given = declared if declared is not None else "auto"
-            shared["categories"] = CategoricalEncoder(given).fit(X).categories_
+            names = list(X.columns) if isinstance(X, pd.DataFrame) else None
+            encoder = CategoricalEncoder(given)
+            encoder.fit_transform(X, names)
+            shared["categories"] = encoder.categories_
         weights = np.bincount(y_idx, weights=sample_weight, minlength=len(self.classes_))
         self.class_prior_ = weights / weights.sum()
         if self.shared_tree and params.get("tree", False) is None:

@@ -124,8 +124,13 @@ class CategoricalEncoder:
         self.fit_transform(X)
         return self
 
-    def fit_transform(self, X):
-        """Learn the categories and encode ``X`` (one factorisation per column)."""
+    def fit_transform(self, X, feature_names=None):
+        """Learn the categories and encode ``X`` (one factorisation per column).
+
+        A column of more than ``MAX_FLOAT_CATEGORIES`` distinct values, most of them
+        fractional numbers, looks continuous and is refused (unless its categories are
+        given): it would become as many categories as values.
+        """
         columns = _columns(X)
         factorized = [_factorize(col, j) for j, col in enumerate(columns)]
         given = self.categories
@@ -143,6 +148,7 @@ class CategoricalEncoder:
                     if not _is_missing(v):
                         values.setdefault(_key(v, j), _normalise_value(v, j))
                 cats = sorted(values.values(), key=_sort_key)
+                _check_not_continuous(cats, j, feature_names)
             else:
                 cats = [_normalise_value(v, j) for v in given[j] if not _is_missing(v)]
                 keys = [_key(v, j) for v in cats]
@@ -199,6 +205,24 @@ class CategoricalEncoder:
             mapped[-1] = MISSING  # pandas' NA sentinel (-1) indexes the last slot
             codes[j] = mapped[inverse]
         return codes
+
+
+#: more distinct values than this, most of them fractional: a continuous column
+MAX_FLOAT_CATEGORIES = 50
+
+
+def _check_not_continuous(cats, j, feature_names=None):
+    if len(cats) <= MAX_FLOAT_CATEGORIES:
+        return
+    fractional = sum(isinstance(v, float) and not float(v).is_integer() for v in cats)
+    if 2 * fractional > len(cats):
+        name = repr(str(feature_names[j])) if feature_names is not None else str(j)
+        raise ValueError(
+            f"Column {name} looks continuous ({len(cats)} distinct values, {fractional} "
+            "of them fractional): the categorical estimators would make a category of every "
+            "value. Model numeric columns with KernelLatentTree, bin them first (e.g. "
+            "sklearn.preprocessing.KBinsDiscretizer), or pass their categories explicitly."
+        )
 
 
 #: pandas dtype inferences of object columns that cannot mix bools with numbers

@@ -196,3 +196,28 @@ def test_em_verbose_prints_progress(capsys):
     LatentTreeEM(2, tree=model.tree, verbose=2, random_state=0).fit(X)
     out = capsys.readouterr().out
     assert "EM iteration" in out and "restart 1/1" in out
+
+
+@pytest.mark.parametrize("cls", DISCRETE)
+def test_continuous_column_is_refused_with_its_name(cls):
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame(
+        {"a": rng.randint(0, 3, 300), "height": rng.randn(300), "c": rng.randint(0, 2, 300)}
+    )
+    with pytest.raises(ValueError, match="Column 'height' looks continuous.*KernelLatentTree"):
+        cls(2).fit(X)
+    with pytest.raises(ValueError, match="'height' looks continuous"):
+        LatentTreeClassifier(cls(2)).fit(X, rng.randint(0, 2, 300))
+    # whole-number floats are categories; so are declared ones
+    X["height"] = np.round(X["height"] * 2)
+    cls(2, max_iter=5).fit(X)
+
+
+def test_declared_fractional_categories_are_accepted():
+    rng = np.random.RandomState(1)
+    levels = np.round(np.linspace(0.05, 9.95, 60), 2)
+    X = np.column_stack([rng.choice(levels, 400), rng.randint(0, 2, 400)])
+    with pytest.raises(ValueError, match="Column 0 looks continuous"):
+        SpectralLatentTree(2).fit(X)
+    est = SpectralLatentTree(2, categories=[list(levels), None], max_iter=5).fit(X)
+    assert len(est.categories_[0]) == 60
