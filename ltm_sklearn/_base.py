@@ -370,6 +370,11 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         ev = CodeEvidence(codes, self._encoder.n_states_, unseen_proba)
         return log_likelihood(fitted.tree, fitted.root_marginal, fitted.cpts, ev)
 
+    def _evidence(self, codes):
+        """Evidence of the observed nodes for encoded rows (the hook of the continuous
+        model, whose leaves send densities instead of category codes)."""
+        return CodeEvidence(codes, self._encoder.n_states_, self.unseen_proba_)
+
     def _log_likelihood(self, codes):
         fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
         return self._model_log_likelihood(fitted, codes, self.unseen_proba_)
@@ -462,12 +467,11 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             Hidden nodes in the order of ``tree_.hidden_nodes``.
         """
         check_is_fitted(self)
-        codes = self._encode(self._validate_X(X, reset=False))
+        ev = self._evidence(self._encode(self._validate_X(X, reset=False)))
         hidden = self.tree_.hidden_nodes
-        out = np.zeros((codes.shape[1], len(hidden), self.n_hidden_states))
+        out = np.zeros((ev.n_rows, len(hidden), self.n_hidden_states))
         if not hidden:
             return out
-        ev = CodeEvidence(codes, self._encoder.n_states_, self.unseen_proba_)
         post = hidden_posteriors(self.tree_, self.root_marginal_, self.cpts_, ev, hidden)
         for t, h in enumerate(hidden):
             out[:, t, : post[h].shape[1]] = post[h]
@@ -493,6 +497,10 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             n_states[u] = c.shape[1]
         model = LatentTreeModel(tree, n_states, self.root_marginal_, self.cpts_)
         codes = model.sample(int(n_samples), random_state=random_state)
+        return self._decode(codes, random_state)
+
+    def _decode(self, codes, random_state=None):
+        """Values of sampled codes ``(n_samples, n_features)``."""
         return self._encoder.inverse_transform(codes)
 
     def _shared_params(self):

@@ -194,17 +194,56 @@ def test_density_integrates_to_one_and_nan_marginalises(scale):
     np.testing.assert_allclose(sign * np.exp(logabs), numeric, rtol=1e-3)
 
 
-def test_converges_to_the_smoothed_truth():
-    """The estimate targets the truth convolved with the kernels (a KDE's limit), which for
-    Gaussian-mixture leaves is again exact: the held-out gap to it shrinks with N."""
+def test_explicit_density_integrates_to_one_and_marginalises_nan_exactly():
+    truth = GaussianLeafTreeModel.random(balanced_binary_tree(3), 2, random_state=0)
+    X = truth.sample(3000, random_state=1)
+    est = KernelLatentTree(2, random_state=0).fit(X)
+    assert est.bandwidth_scores_ is not None and len(est.bandwidth_scores_) == 3
+    # the joint of two columns (the third NaN) on a grid wide enough for the wide tail
+    # bumps (3 sd), and every column's marginal (the others NaN) on a fine line
+    lo, hi = X.mean(0) - 16 * est.scale_, X.mean(0) + 16 * est.scale_
+    grids = [np.linspace(a, b, 800) for a, b in zip(lo[:2], hi[:2])]
+    G = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, 2)
+    G = np.column_stack([G, np.full(len(G), np.nan)])
+    cell = np.prod([g[1] - g[0] for g in grids])
+    assert abs(np.exp(est.score_samples(G)).sum() * cell - 1.0) < 1e-6
+    for j in range(3):
+        line = np.full((40000, 3), np.nan)
+        line[:, j] = np.linspace(lo[j], hi[j], 40000)
+        mass = np.exp(est.score_samples(line)).sum() * (line[1, j] - line[0, j])
+        assert abs(mass - 1.0) < 1e-6
+    rows = X[:5].copy()
+    g = np.linspace(lo[1], hi[1], 40000)
+    filled = np.repeat(rows, g.size, axis=0)
+    filled[:, 1] = np.tile(g, 5)
+    numeric = np.exp(est.score_samples(filled)).reshape(5, -1).sum(axis=1) * (g[1] - g[0])
+    rows[:, 1] = np.nan
+    np.testing.assert_allclose(np.exp(est.score_samples(rows)), numeric, rtol=1e-6)
+    # sampling follows the model: the sample's mean log-density is the model's entropy
+    S = est.sample(20000, random_state=0)
+    T = truth.sample(20000, random_state=5)
+    assert abs(est.score(S) - est.score(T)) < 0.1
+
+
+def test_raw_estimate_converges_to_the_smoothed_truth_and_the_model_to_the_truth():
+    """The raw kernel estimate targets the truth convolved with the kernels (a KDE's
+    limit, exact for Gaussian-mixture leaves); the explicit model, whose leaves are
+    mixtures of bumps with fitted weights, targets the truth itself: both held-out gaps
+    shrink with N (measured: raw 0.039 / 0.002 / 0.0002, explicit 0.36 / 0.042 / 0.027)."""
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), 3, random_state=0)
     X_test = truth.sample(3000, random_state=99)
-    gaps = []
+    raw_gaps, gaps = [], []
     for n in (500, 5_000, 50_000):
-        est = KernelLatentTree(3, bandwidth_scale=0.5).fit(truth.sample(n, random_state=n))
+        X = truth.sample(n, random_state=n)
+        est = KernelLatentTree(3, bandwidth_scale=0.5).fit(X)
         smooth = truth.smoothed(est.bandwidths_)
-        gaps.append(smooth.log_likelihood(X_test).mean() - est.score(X_test))
-    assert gaps[0] > gaps[2] and abs(gaps[2]) < 0.02, gaps
+        sign, log_abs = est.raw_log_abs(X_test)
+        ok = sign > 0
+        raw_gaps.append(smooth.log_likelihood(X_test)[ok].mean() - log_abs[ok].mean())
+        model = KernelLatentTree(3, random_state=0).fit(X)
+        gaps.append(truth.log_likelihood(X_test).mean() - model.score(X_test))
+    assert raw_gaps[0] > raw_gaps[2] and abs(raw_gaps[2]) < 0.005, raw_gaps
+    assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 0.04, gaps
 
 
 @pytest.mark.parametrize("d", [2, 3])
@@ -214,7 +253,7 @@ def test_grid_search_picks_the_number_of_hidden_states(d):
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), d, random_state=0)
     X = truth.sample(4000, random_state=10)
     grid = {"n_hidden_states": [1, 2, 3, 4, 5, 6]}
-    search = GridSearchCV(KernelLatentTree(bandwidth_scale=0.5), grid, cv=3).fit(X)
+    search = GridSearchCV(KernelLatentTree(random_state=0), grid, cv=3).fit(X)
     assert search.best_params_["n_hidden_states"] == d
 
 
@@ -240,18 +279,19 @@ def test_classifier_close_to_bayes_and_above_gaussian_nb():
     assert acc > GaussianNB().fit(X, y).score(X_test, y_test) + 0.03
 
 
-def test_conditional_mean_matches_the_smoothed_truth():
+def test_conditional_mean_matches_the_truth():
+    # the explicit model's conditional means against the exact ones of the true density
+    # (measured mean absolute difference 0.012, with 3 columns missing too)
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), 3, random_state=0)
     X = truth.sample(20000, random_state=1)
     Q = truth.sample(300, random_state=2)
-    est = KernelLatentTree(3, bandwidth_scale=0.5).fit(X)
-    smooth = truth.smoothed(est.bandwidths_)
+    est = KernelLatentTree(3, random_state=0).fit(X)
     g = np.linspace(X[:, 0].min() - 3, X[:, 0].max() + 3, 600)
 
     def exact_mean(rows):  # int x p(x, rest) dx / int p(x, rest) dx on a fine grid
         filled = np.repeat(rows, g.size, axis=0)
         filled[:, 0] = np.tile(g, len(rows))
-        lp = smooth.log_likelihood(filled).reshape(len(rows), -1)
+        lp = truth.log_likelihood(filled).reshape(len(rows), -1)
         w = np.exp(lp - lp.max(axis=1, keepdims=True))
         return (w * g).sum(axis=1) / w.sum(axis=1)
 
@@ -261,8 +301,7 @@ def test_conditional_mean_matches_the_smoothed_truth():
         if hide:
             rows[:, 3:6] = np.nan
         pred = est.conditional_mean(rows, target=0)
-        assert est.n_floored_ == 0
-        assert np.abs(pred - exact_mean(rows)).mean() < 0.05
+        assert np.abs(pred - exact_mean(rows)).mean() < 0.03
         assert np.abs(pred - Q[:, 0]).mean() < 0.5 * marginal_error
 
 
