@@ -2,10 +2,13 @@
 A density of continuous columns
 ===============================
 
-``KernelLatentTree`` models continuous columns through kernel features (papers/002). The
-data come from a latent tree with two-state hidden nodes and Gaussian-mixture leaves, so
-every column is bimodal. The contours are the fitted density of two columns with the
-other two summed out (their entries set to NaN), over a scatter of the data.
+``KernelLatentTree`` learns the tree of continuous columns from kernel features
+(papers/002) and fits an explicit density: each column a mixture of Gaussian bumps given
+its parent, bandwidths chosen by held-out likelihood. The data come from a latent tree
+with two-state hidden nodes and Gaussian-mixture leaves, so every column is bimodal. The
+contours are the fitted density of two columns with the other two summed out (their
+entries set to NaN), over a scatter of the data; the held-out gap to the true density is
+printed.
 """
 
 import matplotlib.pyplot as plt
@@ -16,8 +19,10 @@ from ltm_sklearn.datasets import GaussianLeafTreeModel, balanced_binary_tree
 
 truth = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, sigma=0.4, random_state=1)
 X = truth.sample(3000, random_state=0)
-est = KernelLatentTree(n_hidden_states=2, bandwidth_scale=0.5).fit(X)
-print(f"held-out log-density: {est.score(truth.sample(1000, random_state=1)):.3f}")
+est = KernelLatentTree(n_hidden_states=2, random_state=0).fit(X)
+X_test = truth.sample(1000, random_state=1)
+print(f"held-out log-density: {est.score(X_test):.3f}")
+print(f"gap to the true density: {truth.log_likelihood(X_test).mean() - est.score(X_test):.3f}")
 
 g0 = np.linspace(X[:, 0].min() - 1, X[:, 0].max() + 1, 80)
 g1 = np.linspace(X[:, 1].min() - 1, X[:, 1].max() + 1, 80)
