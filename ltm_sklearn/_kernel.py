@@ -51,7 +51,7 @@ BANDWIDTH_FACTORS = (0.125, 0.25, 0.5, 1.0, 2.0)
 WIDE_BUMP = 3.0
 #: EM of the explicit model reads at most this many evidence entries (rows x centres);
 #: larger data are subsampled (weighted) for EM
-MAX_EVIDENCE_ENTRIES = 40_000_000
+MAX_EVIDENCE_ENTRIES = 25_000_000
 #: rows scored per block
 _SCORE_BLOCK = 8192
 

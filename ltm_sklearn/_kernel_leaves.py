@@ -104,7 +104,7 @@ def mixture_weights(E, weights, n_iter=100, tol=1e-6, alpha=0.0):
     return pi
 
 
-def select_bandwidth(x, weights, centres, candidates, random_state, wide=None, max_rows=5000):
+def select_bandwidth(x, weights, centres, candidates, random_state, wide=None, max_rows=3000):
     """Bandwidth of a column's bumps by held-out likelihood of its marginal mixture.
 
     ``wide``: bandwidth of an extra last component (centred at ``centres[-1]``) that keeps
