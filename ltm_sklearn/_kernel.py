@@ -19,9 +19,15 @@ the transformed operators of section 4.3 (eqs. (9)-(10)), the invertible transfo
 every edge. A leaf sends ``phi_j(x_j)^T C_{j,ref} V diag(s)^-1`` (eq. (10)); a hidden node
 contracts its projected operator with the messages of its children (eq. (7)); the root
 contracts all of them (eq. (8)). Because every feature map has an exact integral, a
-missing entry sends ``int phi_j(x) dx``, the estimate is renormalised to integrate to one
-over all columns, and the conditional mean of a column given the others follows from
-``int x phi_j(x) dx`` in one pass.
+missing entry sends ``int phi_j(x) dx`` and the estimate is renormalised to integrate to
+one over all columns.
+
+That raw estimate can be negative, so it is kept for research (``raw_log_abs``) and the
+estimator's density is an explicit model on the same tree: given the state of its parent,
+every column is a mixture of Gaussian bumps at its landmarks
+(:mod:`ltm_sklearn._kernel_leaves`), whose tables start from the discrete spectral
+recovery on the nearest-landmark discretisation and are polished by EM with the bump
+densities as soft evidence.
 """
 
 from __future__ import annotations
