@@ -150,6 +150,9 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ validation
+    #: frames from the warning in ``fit`` up to the caller of ``fit``
+    _warning_stacklevel = 3
+
     #: numpy dtype kinds of DataFrame columns the estimator reads
     _allowed_kinds = "biufOSUb"
 
@@ -318,7 +321,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 f"EM did not converge in max_iter={self.max_iter} iterations (tol="
                 f"{self.tol}); increase max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=self._warning_stacklevel,
             )
         return self
 

@@ -272,6 +272,7 @@ class KernelLatentTree(BaseLatentTree):
 
     # ------------------------------------------------------------------ data hooks
     _allowed_kinds = "biuf"
+    _warning_stacklevel = 4  # fit adds one frame
 
     def _validate_X(self, X, reset):
         try:

@@ -4,6 +4,7 @@ the kernel tree metric and KernelLatentTree against exact continuous ground trut
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.kernel_approximation import Nystroem
 from sklearn.model_selection import GridSearchCV
 from sklearn.naive_bayes import GaussianNB
@@ -319,3 +320,10 @@ def test_pandas_names_and_clear_errors():
         est.conditional_proba(X.iloc[:5], target="c")
     with pytest.raises(ValueError, match="target"):
         est.conditional_mean(X.iloc[:5], target=7)
+
+
+def test_convergence_warning_points_at_the_caller():
+    X = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0).sample(500)
+    with pytest.warns(ConvergenceWarning) as record:
+        KernelLatentTree(2, max_iter=2, random_state=0).fit(X)
+    assert len(record) == 1 and record[0].filename == __file__
