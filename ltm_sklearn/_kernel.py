@@ -112,20 +112,19 @@ class KernelLatentTree(BaseLatentTree):
     """Latent tree density of continuous data by kernel embeddings (papers/002).
 
     Each column is mapped to Nystroem features of a normalised Gaussian kernel with the
-    median-distance bandwidth; the tree is learned by neighbor joining on the kernel tree
-    metric (papers/002 eq. (12)) and the parameters by the spectral algorithm of its
-    section 4.3 on the covariance operators of these features, which gives a smoothed
-    density estimate that follows the latent tree (see the module docstring). For
-    classification by per-class densities, wrap it in
-    :class:`~ltm_sklearn.LatentTreeClassifier`.
+    median-distance bandwidth; the tree is learned by the minimum-evolution search on the
+    kernel tree metric (papers/002 eq. (12)) and the spectral algorithm of its section 4.3
+    runs on the covariance operators of these features. The density is an explicit
+    normalised model on that tree: every column a mixture of Gaussian bumps given its
+    parent, polished by EM (see the module docstring and the Notes). For classification
+    by per-class densities, wrap it in :class:`~ltm_sklearn.LatentTreeClassifier`.
 
     Parameters
     ----------
     n_hidden_states : int, default=2
-        ``d``: the number of singular values kept in every operator SVD and in the tree
-        metric (the effective number of hidden states), so ``GridSearchCV`` selects it by
-        held-out log-likelihood. An operator of lower numerical rank (e.g. a column with
-        fewer feature dimensions) uses that rank.
+        States of every hidden node of the explicit model (and singular values kept in the
+        raw estimate's operator SVDs; the tree metric keeps one fewer), so
+        ``GridSearchCV`` selects it by held-out log-likelihood.
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree (observed columns at the leaves). ``None`` learns it.
     structure : {"me", "nj", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal"}, \
