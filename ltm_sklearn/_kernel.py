@@ -80,14 +80,12 @@ class KernelEvaluation:
 
     Plays the role of the category codes in :func:`~ltm_sklearn._spectral.spectral_log_abs`:
     the message of leaf ``j`` is ``table^T phi_j(x_j)``; a NaN entry sends the integral
-    row of the table. ``fixed`` replaces the features of some columns by a constant vector
-    (e.g. ``int x phi_j(x) dx`` for a conditional mean).
+    row of the table.
     """
 
-    def __init__(self, feature_map, X, fixed=None):
+    def __init__(self, feature_map, X):
         self.feature_map = feature_map
         self.X = X
-        self.fixed = {} if fixed is None else fixed
         self._features = {}
 
     @property
@@ -96,9 +94,6 @@ class KernelEvaluation:
 
     def leaf_messages(self, j, table):
         m = table.shape[0] - 2
-        n = self.X.shape[0]
-        if j in self.fixed:
-            return np.repeat((self.fixed[j] @ table[:m])[:, None], n, axis=1)
         if j not in self._features:
             self._features[j] = self.feature_map.transform_column(j, self.X[:, j])
         msg = (self._features[j] @ table[:m]).T
