@@ -1,13 +1,13 @@
 """Explicit leaf densities of the continuous latent tree model (pure functions).
 
 A continuous column ``u`` is modelled, given the state ``h`` of its parent, by a mixture of
-Gaussian bumps at fixed centres ``c_1..c_M`` (quantiles of the column) with one bandwidth
-``b``:
+Gaussian bumps at fixed centres ``c_1..c_M`` (quantiles of the column, plus one wide bump
+for the tails) with fixed bandwidths ``b_m``:
 
-    p(x | h) = sum_m W[h, m] N(x; c_m, b^2),         W[h, :] on the simplex.
+    p(x | h) = sum_m W[h, m] N(x; c_m, b_m^2),       W[h, :] on the simplex.
 
 The bump index ``m`` behaves as a categorical leaf observed through *soft evidence*
-``e_m(x) = N(x; c_m, b^2)``, so the message passing and EM of the discrete estimators serve
+``e_m(x) = N(x; c_m, b_m^2)``, so the message passing and EM of the discrete estimators serve
 the continuous model unchanged (:class:`~ltm_sklearn._inference.DenseEvidence`): every
 conditional density integrates to one, the joint density is normalised, a missing entry
 sends ``e = 1`` (the integral of every bump), and ``E[x | h] = sum_m W[h, m] c_m``.
@@ -16,6 +16,7 @@ sends ``e = 1`` (the integral of every bump), and ``E[x | h] = sum_m W[h, m] c_m
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 __all__ = [
     "bump_evidence",
@@ -119,7 +120,7 @@ def select_bandwidth(x, weights, centres, candidates, random_state, wide=None, m
     bandwidth : float
     scores : dict candidate -> held-out mean log-density
     """
-    rng = np.random.RandomState(random_state) if not hasattr(random_state, "rand") else random_state
+    rng = check_random_state(random_state)
     x = np.asarray(x, dtype=float)
     weights = np.asarray(weights, dtype=float)
     obs = np.flatnonzero(~np.isnan(x) & (weights > 0))
