@@ -262,7 +262,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         n_val = min(max(2, int(round(_VALIDATION_SHARE * rows.size))), _SELECTION_MAX_VALIDATION)
         val, train = rows[:n_val], rows[n_val:][:_SELECTION_MAX_TRAIN]
         train_moments = moments.rows(train)
-        val_codes = moments.codes[:, val]
         val_w = moments.sample_weight[val]
         unseen = self._unseen_proba(train_moments)
         scores = {}
@@ -272,7 +271,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             fitted = self._fit_parameters(
                 tree, train_moments, rng, max_iter=min(self.max_iter, _SELECTION_MAX_ITER)
             )
-            ll = self._model_log_likelihood(fitted, val_codes, unseen)
+            ll = self._held_out_log_likelihood(fitted, moments, val, unseen)
             scores[name] = float(np.average(ll, weights=val_w))
         self.structure_scores_ = scores
         best = max(candidates, key=lambda c: scores[c])
@@ -369,6 +368,11 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             setattr(self, name, value)
 
     # ------------------------------------------------------------------ scoring
+    def _held_out_log_likelihood(self, fitted, moments, rows, unseen_proba):
+        """Log-likelihood of the training ``rows`` of ``moments`` under ``fitted`` (the
+        held-out rows of ``structure="auto"``)."""
+        return self._model_log_likelihood(fitted, moments.codes[:, rows], unseen_proba)
+
     def _model_log_likelihood(self, fitted, codes, unseen_proba):
         ev = CodeEvidence(codes, self._encoder.n_states_, unseen_proba)
         return log_likelihood(fitted.tree, fitted.root_marginal, fitted.cpts, ev)
@@ -509,6 +513,15 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     def _shared_params(self):
         """Parameters that make per-class models of a classifier share this fit's tree."""
         return {"tree": self.tree_}
+
+    def _shared_encoding(self, X, declared):
+        """Parameters that make per-class models of a classifier share one encoding,
+        learned from all rows (``declared``: pandas' declared categories)."""
+        given = declared if declared is not None else "auto"
+        names = list(X.columns) if isinstance(X, pd.DataFrame) else None
+        encoder = CategoricalEncoder(given)
+        encoder.fit_transform(X, names)
+        return {"categories": encoder.categories_}
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):

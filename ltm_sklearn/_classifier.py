@@ -16,7 +16,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .moments import CategoricalEncoder, declared_categories
+from .moments import declared_categories
 
 __all__ = ["LatentTreeClassifier"]
 
@@ -138,11 +138,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         params = base.get_params()
         shared = {}
         if isinstance(params.get("categories"), str):
-            given = declared if declared is not None else "auto"
-            names = list(X.columns) if isinstance(X, pd.DataFrame) else None
-            encoder = CategoricalEncoder(given)
-            encoder.fit_transform(X, names)
-            shared["categories"] = encoder.categories_
+            shared = base._shared_encoding(X, declared)
         weights = np.bincount(y_idx, weights=sample_weight, minlength=len(self.classes_))
         self.class_prior_ = weights / weights.sum()
         if self.shared_tree and params.get("tree", False) is None:

@@ -35,17 +35,26 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+import pandas as pd
+from scipy.special import logsumexp
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import BaseLatentTree, FittedModel
+from ._base import BaseLatentTree, FittedModel, check_frame_dtypes
 from ._em import fit_em
 from ._inference import DenseEvidence, log_likelihood
-from ._kernel_leaves import bump_evidence, nearest_centre, select_bandwidth
+from ._kernel_leaves import bump_evidence, code_evidence, nearest_centre, select_bandwidth
 from ._spectral import explicit_from_representation, fit_spectral, spectral_log_abs
-from .moments import KernelMoments, MomentEstimator, RBFFeatureMap
-from .structure import gaussian_distance, kernel_distance, learn_tree, nonparanormal_distance
+from .moments import CategoricalEncoder, KernelMoments, MomentEstimator, RBFFeatureMap
+from .structure import (
+    chow_liu,
+    gaussian_distance,
+    kernel_distance,
+    learn_tree,
+    mutual_information,
+    nonparanormal_distance,
+)
 from .tensor import expand_states
 from .tree import LatentTree
 
@@ -64,7 +73,20 @@ _SCORE_BLOCK = 8192
 __all__ = ["KernelLatentTree", "KernelEvaluation"]
 
 # Reconstruction methods on the kernel metric, and the baseline metrics (with NJ).
-KERNEL_STRUCTURES = ("nj", "me", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal")
+KERNEL_STRUCTURES = (
+    "auto",
+    "me",
+    "nj",
+    "rg",
+    "clrg",
+    "clnj",
+    "chow_liu",
+    "star",
+    "gaussian",
+    "nonparanormal",
+)
+#: candidate structures compared by ``structure="auto"``
+KERNEL_AUTO_CANDIDATES = ("chow_liu", "me", "star")
 
 
 class _KernelData:
@@ -224,12 +246,9 @@ class KernelLatentTree(BaseLatentTree):
     """
 
     _parameter_constraints: dict = {
-        **{
-            key: value
-            for key, value in BaseLatentTree._parameter_constraints.items()
-            if key != "categories"
-        },
+        **BaseLatentTree._parameter_constraints,
         "structure": [StrOptions(set(KERNEL_STRUCTURES))],
+        "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "bandwidth_scale": [Interval(Real, 0, None, closed="neither"), None],
         "bandwidth": ["array-like", None],
@@ -241,6 +260,8 @@ class KernelLatentTree(BaseLatentTree):
         *,
         tree=None,
         structure="me",
+        categorical_features="from_dtype",
+        categories="auto",
         n_components=50,
         bandwidth_scale=None,
         bandwidth=None,
@@ -254,6 +275,8 @@ class KernelLatentTree(BaseLatentTree):
         self.n_hidden_states = n_hidden_states
         self.tree = tree
         self.structure = structure
+        self.categorical_features = categorical_features
+        self.categories = categories
         self.n_components = n_components
         self.bandwidth_scale = bandwidth_scale
         self.bandwidth = bandwidth
@@ -265,78 +288,206 @@ class KernelLatentTree(BaseLatentTree):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ data hooks
-    _allowed_kinds = "biuf"
+    _allowed_kinds = "biufOSUb"
     _warning_stacklevel = 4  # fit adds one frame
 
     def _validate_X(self, X, reset):
-        try:
-            return super()._validate_X(X, reset)
-        except (TypeError, ValueError) as exc:
-            text = str(exc)
-            if "convert" in text or "argument must be" in text or "cannot read column" in text:
+        check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
+        if reset:
+            self.is_categorical_ = self._categorical_mask(X)
+        return validate_data(
+            self, X, reset=reset, dtype=None, ensure_all_finite="allow-nan", ensure_min_samples=1
+        )
+
+    def _categorical_mask(self, X):
+        """Which columns are categorical: ``categorical_features``, or the dtypes."""
+        spec = self.categorical_features
+        if isinstance(X, pd.DataFrame):
+            columns = [str(c) for c in X.columns]
+        else:
+            X = X if hasattr(X, "dtype") and hasattr(X, "shape") else np.asarray(X, dtype=object)
+            if X.ndim != 2:
+                raise ValueError(f"Expected a 2D array, got {X.ndim}D.")
+            columns = None
+        d = X.shape[1]
+        if spec is None:
+            return np.zeros(d, dtype=bool)
+        if isinstance(spec, str):  # "from_dtype"
+            if columns is not None:
+                return np.array([_categorical_dtype(X.dtypes.iloc[j]) for j in range(d)])
+            if X.dtype.kind in "biuf":
+                return np.full(d, X.dtype.kind == "b")
+            if X.dtype.kind in "SU":
+                return np.ones(d, dtype=bool)
+            return np.array([_holds_labels(X[:, j]) for j in range(d)])
+        spec = np.asarray(spec)
+        if spec.ndim != 1:
+            raise ValueError("categorical_features must be 1D (indices, names or a mask).")
+        if spec.dtype.kind == "b":
+            if spec.size != d:
+                raise ValueError(
+                    f"categorical_features as a boolean mask must have {d} entries (one per "
+                    f"column), got {spec.size}."
+                )
+            return spec.copy()
+        mask = np.zeros(d, dtype=bool)
+        if spec.dtype.kind in "iu":
+            if np.any((spec < 0) | (spec >= d)):
+                raise ValueError(
+                    f"categorical_features holds column indices outside [0, {d}): {spec.tolist()}."
+                )
+            mask[spec] = True
+            return mask
+        if spec.dtype.kind in "OSU" and spec.size:
+            if columns is None:
+                raise ValueError(
+                    "categorical_features names columns, which needs X as a DataFrame with "
+                    "column names."
+                )
+            unknown = [str(c) for c in spec if str(c) not in columns]
+            if unknown:
+                raise ValueError(f"categorical_features names unknown columns {unknown}.")
+            mask[[columns.index(str(c)) for c in spec]] = True
+            return mask
+        if spec.size == 0:
+            return mask
+        raise ValueError(
+            "categorical_features must be 'from_dtype', None, or column indices, names or a "
+            f"boolean mask; got {self.categorical_features!r}."
+        )
+
+    def _numeric_columns(self, X):
+        """The continuous columns of validated ``X`` as floats (NaN missing)."""
+        num = np.flatnonzero(~self.is_categorical_)
+        names = getattr(self, "feature_names_in_", None)
+        out = np.empty((X.shape[0], num.size))
+        for t, j in enumerate(num):
+            col = X[:, j]
+            if col.dtype.kind in "biuf":
+                out[:, t] = col
+                continue
+            missing = pd.isna(col)
+            try:
+                out[~missing, t] = np.asarray(col[~missing], dtype=float)
+            except (TypeError, ValueError) as exc:
+                name = str(names[j]) if names is not None else int(j)
+                bad = next(v for v in col[~missing] if not _is_number(v))
                 raise TypeError(
-                    f"{type(self).__name__} models continuous columns and needs numeric X: "
-                    f"{text} Encode categorical columns first, or use a discrete estimator "
-                    "such as SpectralLatentTree."
+                    f"{type(self).__name__}: column {name!r} is modelled as continuous but "
+                    f"holds {bad!r}, which is not a number ({exc}). Declare categorical "
+                    "columns with categorical_features= or a pandas category dtype."
                 ) from exc
-            raise
+            out[missing, t] = np.nan
+        if np.isinf(out).any():
+            raise ValueError("X holds infinite values; continuous columns must be finite.")
+        return out
+
+    def _matrix(self, X, declared=None, sample_weight=None, fit=False):
+        """Validated ``X`` as floats: continuous columns as they are, categorical ones as
+        their codes (NaN missing, ``-2`` a category unseen in training); fitting learns the
+        categories."""
+        cat = np.flatnonzero(self.is_categorical_)
+        Z = np.empty(X.shape, dtype=float)
+        Z[:, ~self.is_categorical_] = self._numeric_columns(X)
+        if fit:
+            self.categories_ = [None] * X.shape[1]
+            self._encoder = None
+        if cat.size == 0:
+            return Z
+        sub = X[:, cat]
+        if fit:
+            given = self.categories
+            if isinstance(given, str):
+                given = None if declared is None else [declared[j] for j in cat]
+            else:
+                if len(given) != X.shape[1]:
+                    raise ValueError(
+                        f"categories has {len(given)} entries but X has {X.shape[1]} columns."
+                    )
+                if any(given[j] is not None for j in np.flatnonzero(~self.is_categorical_)):
+                    raise ValueError(
+                        "categories gives categories for a continuous column: use None for "
+                        "the continuous columns (or declare the column categorical)."
+                    )
+                given = [given[j] for j in cat]
+            names = getattr(self, "feature_names_in_", None)
+            names = None if names is None else [names[j] for j in cat]
+            self._encoder = CategoricalEncoder("auto" if given is None else given)
+            if sample_weight is not None and not np.all(sample_weight > 0):
+                self._encoder.fit_transform(sub[sample_weight > 0], names)
+                codes = self._encoder.transform(sub)
+            else:
+                codes = self._encoder.fit_transform(sub, names)
+            for t, j in enumerate(cat):
+                self.categories_[j] = self._encoder.categories_[t]
+        else:
+            codes = self._encoder.transform(sub)
+        codes = codes.T.astype(float)
+        codes[codes == -1] = np.nan
+        Z[:, cat] = codes
+        return Z
+
+    def _n_categories(self):
+        return np.array([0 if c is None else len(c) for c in self.categories_], dtype=np.int64)
 
     def _fit_encoding(self, X, declared, sample_weight=None):
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"{type(self).__name__} models continuous columns and needs numeric X: "
-                f"{exc}. Encode categorical columns first, or use a discrete estimator "
-                "such as SpectralLatentTree."
-            ) from exc
+        X = self._matrix(X, declared, sample_weight, fit=True)
+        d = X.shape[1]
+        numeric = ~self.is_categorical_
         bandwidths = None
         if self.bandwidth is not None:
             bandwidths = np.asarray(self.bandwidth, dtype=float).ravel()
-            if bandwidths.shape != (X.shape[1],) or not np.all(bandwidths > 0):
+            if bandwidths.shape != (d,) or not np.all(bandwidths[numeric] > 0):
                 raise ValueError(
-                    f"bandwidth must hold {X.shape[1]} positive values (one per column), "
-                    f"got {self.bandwidth!r}."
+                    f"bandwidth must hold {d} values (one per column), positive for the "
+                    f"continuous columns, got {self.bandwidth!r}."
                 )
         observed = ~np.isnan(X)
         if sample_weight is not None:
             observed &= (np.asarray(sample_weight) > 0)[:, None]
-        empty = np.flatnonzero(~observed.any(axis=0))
+        empty = np.flatnonzero(~observed.any(axis=0) & numeric)
         if empty.size:
             raise ValueError(
                 f"Columns {empty[:10].tolist()} have no observed value: a continuous column "
                 "without data has no density to estimate. Drop them."
             )
         self.center_, self.scale_ = _column_scales(X, sample_weight)
+        self.center_[~numeric], self.scale_[~numeric] = 0.0, 1.0  # codes stay codes
         Z = (X - self.center_) / self.scale_
         if bandwidths is not None:
             bandwidths = bandwidths / self.scale_
         scale = 1.0 if self.bandwidth_scale is None else self.bandwidth_scale
-        self.feature_map_ = RBFFeatureMap(self.n_components, scale, bandwidths)
+        self.feature_map_ = RBFFeatureMap(
+            self.n_components, scale, bandwidths, n_categories=self._n_categories()
+        )
         self.feature_map_.fit(Z, sample_weight)
         # the landmarks, and one wide bump at the centre that holds the tails
-        self.centres_ = [np.append(c, 0.0) for c in self.feature_map_.landmarks_]
+        self.centres_ = [
+            np.append(c, 0.0) if num else None
+            for c, num in zip(self.feature_map_.landmarks_, numeric)
+        ]
         if bandwidths is not None or self.bandwidth_scale is not None:
             leaf = np.asarray(self.feature_map_.bandwidths_, dtype=float)
             self.bandwidth_scores_ = None
         else:
             leaf, self.bandwidth_scores_ = self._select_bandwidths(Z, sample_weight)
         self._leaf_widths = [
-            np.append(np.full(c.size - 1, b), WIDE_BUMP) for c, b in zip(self.centres_, leaf)
+            None if c is None else np.append(np.full(c.size - 1, b), WIDE_BUMP)
+            for c, b in zip(self.centres_, leaf)
         ]
-        self.bandwidths_ = leaf * self.scale_
+        self.bandwidths_ = np.where(numeric, leaf * self.scale_, np.nan)
         return _KernelData(Z, self.feature_map_.transform(Z))
 
     def _select_bandwidths(self, Z, sample_weight):
-        """Per column, the bump bandwidth of highest held-out likelihood of the column's
-        marginal mixture among ``BANDWIDTH_FACTORS`` x Silverman's rule."""
+        """Per continuous column, the bump bandwidth of highest held-out likelihood of the
+        column's marginal mixture among ``BANDWIDTH_FACTORS`` x Silverman's rule."""
         rng = check_random_state(self.random_state)
         w = np.ones(Z.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
-        chosen, scores = [], []
-        for j in range(Z.shape[1]):
+        chosen, scores = np.full(Z.shape[1], np.nan), [None] * Z.shape[1]
+        for j in np.flatnonzero(~self.is_categorical_):
             n_obs = max(int(np.sum(~np.isnan(Z[:, j]) & (w > 0))), 2)
             silverman = 1.06 * n_obs**-0.2
-            b, sc = select_bandwidth(
+            chosen[j], scores[j] = select_bandwidth(
                 Z[:, j],
                 w,
                 self.centres_[j],
@@ -344,26 +495,54 @@ class KernelLatentTree(BaseLatentTree):
                 rng,
                 wide=WIDE_BUMP,
             )
-            chosen.append(b)
-            scores.append(sc)
-        return np.asarray(chosen), scores
+        return chosen, scores
 
     def _encode(self, X):
-        X = np.asarray(X, dtype=np.float64)
-        return KernelEvaluation(self.feature_map_, (X - self.center_) / self.scale_)
+        return KernelEvaluation(self.feature_map_, (self._matrix(X) - self.center_) / self.scale_)
 
     def _moments(self, data, sample_weight):
         return KernelMoments(self.feature_map_, data.X, sample_weight, features=data.features)
 
     def _unseen_proba(self, moments):
-        return np.zeros(moments.X.shape[1])
+        """``1 / (n_j + W_j + 1)`` for a categorical column (as in the discrete
+        estimators), 0 for a continuous one."""
+        n_cat = self._n_categories()
+        weight = moments.sample_weight @ ~np.isnan(moments.X)
+        return np.where(n_cat > 0, 1.0 / (n_cat + weight + 1.0), 0.0)
+
+    def _leaf_sizes(self):
+        """States of every column's leaf: its bumps, or its categories."""
+        return [len(c) if c is not None else n for c, n in zip(self.centres_, self._n_categories())]
+
+    def _coarse_moments(self, moments):
+        """Category moments of the columns discretised to their nearest landmark
+        (categorical columns: their codes)."""
+        Z = moments.X
+        codes = np.stack(
+            [
+                nearest_centre(Z[:, j], c[:-1]) if c is not None else np.nan_to_num(Z[:, j], nan=-1)
+                for j, c in enumerate(self.centres_)
+            ]
+        )
+        return MomentEstimator(codes.astype(np.int32), self._leaf_sizes(), moments.sample_weight)
 
     # ------------------------------------------------------------------ structure
+    def _auto_candidates(self):
+        return KERNEL_AUTO_CANDIDATES
+
     def _learn_tree(self, moments, method):
         n_features = moments.X.shape[1]
-        if method == "star":
+        if method == "star" or n_features == 1:
             return LatentTree.star(n_features)
+        if method == "chow_liu":
+            coarse = self._coarse_moments(moments)
+            return chow_liu(_corrected_information(coarse, moments.sample_weight.sum()))
         if method in ("gaussian", "nonparanormal"):
+            if self.is_categorical_.any():
+                raise ValueError(
+                    f"structure={method!r} reads continuous columns only and X has "
+                    "categorical ones; use the kernel-metric structures (e.g. 'me')."
+                )
             X = moments.X[~np.isnan(moments.X).any(axis=1)]
             if X.shape[0] < 3:
                 raise ValueError(
@@ -387,18 +566,21 @@ class KernelLatentTree(BaseLatentTree):
         discretised to their nearest centres (the discrete estimators' explicit recovery),
         polished by EM on the bump densities (soft evidence)."""
         d = moments.X.shape[1]
-        raw = fit_spectral(tree.with_observed_leaves(), moments, self.n_hidden_states, np.zeros(d))
+        extras = {}
+        if tree.hidden_nodes:
+            observed = tree.with_observed_leaves()
+            extras["raw_estimate_"] = fit_spectral(
+                observed, moments, self.n_hidden_states, np.zeros(d)
+            )
         # the nearest landmark of every value (the wide last bump starts empty)
-        codes = np.stack([nearest_centre(moments.X[:, j], self.centres_[j][:-1]) for j in range(d)])
-        sizes = [len(c) for c in self.centres_]
-        coarse = MomentEstimator(codes.astype(np.int32), sizes, moments.sample_weight)
+        coarse = self._coarse_moments(moments)
         root, cpts, _ = explicit_from_representation(
             tree, coarse, self.n_hidden_states, np.zeros(d), fit_spectral, rng
         )
         root, cpts = expand_states(tree, root, cpts, self.n_hidden_states, rng, noise=0.05)
         rows = np.flatnonzero(moments.sample_weight > 0)
         weights = moments.sample_weight[rows]
-        cap = max(2000, MAX_EVIDENCE_ENTRIES // max(sum(sizes), 1))
+        cap = max(2000, MAX_EVIDENCE_ENTRIES // max(sum(self._leaf_sizes()), 1))
         if rows.size > cap:  # a weighted subsample: every row has unit weight
             rows = rng.choice(rows, cap, replace=False, p=weights / weights.sum())
             weights = np.ones(cap)
@@ -413,15 +595,19 @@ class KernelLatentTree(BaseLatentTree):
             tol=self.tol,
             verbose=self.verbose,
         )
-        extras = {"raw_estimate_": raw}
         return FittedModel(tree, root, cpts, objective, n_iter, converged, extras)
 
     def _evidence(self, Z):
-        """Bump densities of standardised rows (a KernelEvaluation or an array), scaled per
-        row and column; the log of the scales is ``evidence.log_scale``."""
+        """Leaf evidence of standardised rows (a KernelEvaluation or an array): bump
+        densities of the continuous columns (scaled per row and column; the log of the
+        scales is ``evidence.log_scale``), indicators of the categorical ones."""
         Z = getattr(Z, "X", Z)
         vectors, log_scale = {}, np.zeros(Z.shape[0])
+        unseen = getattr(self, "unseen_proba_", np.zeros(Z.shape[1]))
         for j in range(Z.shape[1]):
+            if self.centres_[j] is None:
+                vectors[j] = code_evidence(Z[:, j], len(self.categories_[j]), unseen[j])
+                continue
             vectors[j], scale = bump_evidence(Z[:, j], self.centres_[j], self._leaf_widths[j])
             log_scale += scale
         evidence = DenseEvidence(vectors)
@@ -429,14 +615,15 @@ class KernelLatentTree(BaseLatentTree):
         return evidence
 
     def fit(self, X, y=None, sample_weight=None):
-        """Fit the continuous latent tree density.
+        """Fit the latent tree density.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Continuous (numeric) data; NaN marks a missing entry (available-case moments,
-            marginalised in EM). Columns are standardised internally (any scale works);
-            densities are reported in the units of ``X``.
+            Continuous (numeric) columns, and categorical ones (see
+            ``categorical_features``); NaN/None marks a missing entry (available-case
+            moments, marginalised in EM). Continuous columns are standardised internally
+            (any scale works); densities are reported in the units of ``X``.
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -447,25 +634,35 @@ class KernelLatentTree(BaseLatentTree):
         """
         return super().fit(X, y, sample_weight)
 
-    def _log_likelihood(self, data):
-        Z = data.X
+    def _model_log_density(self, fitted, Z):
+        """Log-density of standardised rows under ``fitted``, in the units of ``X``."""
         out = np.empty(Z.shape[0])
         for start in range(0, Z.shape[0], _SCORE_BLOCK):
             ev = self._evidence(Z[start : start + _SCORE_BLOCK])
             out[start : start + _SCORE_BLOCK] = (
-                log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev) + ev.log_scale
+                log_likelihood(fitted.tree, fitted.root_marginal, fitted.cpts, ev) + ev.log_scale
             )
         # the density of the standardised columns, back in the units of X (Jacobian)
         jacobian = np.where(np.isnan(Z), 0.0, np.log(self.scale_)).sum(axis=1)
         return out - jacobian
+
+    def _held_out_log_likelihood(self, fitted, moments, rows, unseen_proba):
+        return self._model_log_density(fitted, moments.X[rows])
+
+    def _log_likelihood(self, data):
+        fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
+        return self._model_log_density(fitted, data.X)
 
     def raw_log_abs(self, X):
         """Sign and ``log |p_hat(x)|`` of the raw kernel estimate of papers/002 (sections
         4.2-4.3, renormalised to integrate to one), in the units of ``X``.
 
         For research: it can be negative and is *not* what :meth:`score_samples` returns.
+        ``None`` when the tree has no hidden node (``structure_ == "chow_liu"``).
         """
         check_is_fitted(self)
+        if getattr(self, "raw_estimate_", None) is None:
+            return None
         data = self._encode(self._validate_X(X, reset=False))
         sign, logabs = spectral_log_abs(self.raw_estimate_, data)
         jacobian = np.where(np.isnan(data.X), 0.0, np.log(self.scale_)).sum(axis=1)
@@ -492,6 +689,11 @@ class KernelLatentTree(BaseLatentTree):
         """
         check_is_fitted(self)
         j = self._target_index(target)
+        if self.is_categorical_[j]:
+            raise TypeError(
+                f"Column {target!r} is categorical: use conditional_proba(X, target) for "
+                "P(X_target = v | other columns)."
+            )
         Z = self._encode(self._validate_X(X, reset=False)).X.copy()
         Z[:, j] = np.nan
         centres = self.centres_[j]
@@ -506,34 +708,129 @@ class KernelLatentTree(BaseLatentTree):
         return out * self.scale_[j] + self.center_[j]
 
     def conditional_proba(self, X, target):
-        """Not defined for continuous columns: use :meth:`conditional_mean`."""
-        raise TypeError(
-            f"{type(self).__name__} models continuous columns, which have no categories: "
-            "use conditional_mean(X, target) for E[X_target | other columns]."
-        )
+        """``P(X_target = v | observed entries of each row)`` for every category ``v`` of a
+        categorical column.
+
+        The target column of ``X`` is ignored; NaN entries of the other columns are
+        marginalised out (continuous ones integrated, categorical ones summed).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        target : int or str
+            A categorical column: index, or feature name when fitted on a DataFrame.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, len(categories_[target]))
+            Columns follow ``categories_[target]``; rows sum to 1.
+        """
+        check_is_fitted(self)
+        j = self._target_index(target)
+        if not self.is_categorical_[j]:
+            raise TypeError(
+                f"Column {target!r} is continuous and has no categories: use "
+                "conditional_mean(X, target) for E[X_target | other columns]."
+            )
+        Z = self._encode(self._validate_X(X, reset=False)).X.copy()
+        Z[:, j] = np.nan
+        n_cat = len(self.categories_[j])
+        out = np.empty((Z.shape[0], n_cat))
+        for start in range(0, Z.shape[0], _SCORE_BLOCK):
+            ev = self._evidence(Z[start : start + _SCORE_BLOCK])
+            logs = []
+            for v in range(n_cat):
+                ev.vectors[j] = np.zeros((ev.n_rows, n_cat))
+                ev.vectors[j][:, v] = 1.0
+                logs.append(log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev))
+            logs = np.column_stack(logs)
+            out[start : start + _SCORE_BLOCK] = np.exp(
+                logs - logsumexp(logs, axis=1, keepdims=True)
+            )
+        return out
 
     def _decode(self, codes, random_state=None):
-        """Sampled bump indices to values: the centre plus Gaussian noise of the bump's
-        bandwidth, in the units of ``X``."""
+        """Sampled leaf states to values: a bump's centre plus Gaussian noise of its
+        bandwidth, in the units of ``X``, or a category (an object array when there are
+        categorical columns)."""
         rng = check_random_state(random_state)
-        Z = np.column_stack(
-            [
-                self.centres_[j][codes[:, j]]
-                + self._leaf_widths[j][codes[:, j]] * rng.standard_normal(codes.shape[0])
-                for j in range(codes.shape[1])
-            ]
-        )
-        return Z * self.scale_ + self.center_
+        columns = []
+        for j in range(codes.shape[1]):
+            c = codes[:, j]
+            if self.centres_[j] is None:
+                columns.append(np.asarray(self.categories_[j], dtype=object)[c])
+                continue
+            z = self.centres_[j][c] + self._leaf_widths[j][c] * rng.standard_normal(c.size)
+            columns.append(z * self.scale_[j] + self.center_[j])
+        if self.is_categorical_.any():
+            out = np.empty(codes.shape, dtype=object)
+            for j, col in enumerate(columns):
+                out[:, j] = col
+            return out
+        return np.column_stack(columns)
 
     def _shared_params(self):
-        """Parameters that make per-class models of a classifier share this fit's tree
-        and smoothing."""
-        return {"tree": self.tree_, "bandwidth": self.bandwidths_}
+        """Parameters that make per-class models of a classifier share this fit's tree,
+        smoothing and column types."""
+        return {
+            "tree": self.tree_,
+            "bandwidth": self.bandwidths_,
+            "categorical_features": self.is_categorical_,
+            "categories": self.categories_,
+        }
+
+    def _shared_encoding(self, X, declared):
+        """Column types and categories learned from all rows, shared by the per-class
+        models of a classifier."""
+        mask = self._categorical_mask(X)
+        cat = np.flatnonzero(mask)
+        categories = [None] * len(mask)
+        if cat.size:
+            sub = X.iloc[:, cat] if isinstance(X, pd.DataFrame) else np.asarray(X)[:, cat]
+            given = "auto" if declared is None else [declared[j] for j in cat]
+            encoder = CategoricalEncoder(given)
+            encoder.fit_transform(sub)
+            for t, j in enumerate(cat):
+                categories[j] = encoder.categories_[t]
+        return {"categorical_features": mask, "categories": categories}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.categorical = False
+        tags.input_tags.categorical = True
         return tags
+
+
+def _categorical_dtype(dtype):
+    """A DataFrame column is categorical when its dtype is category, string, object or
+    bool."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        return True
+    return pd.api.types.is_string_dtype(dtype) or getattr(dtype, "kind", "O") in "OSUb"
+
+
+def _is_number(v):
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+        v, (bool, np.bool_)
+    )
+
+
+def _holds_labels(column):
+    """An object column holds labels when some non-missing entry is not a number."""
+    return any(not _is_number(v) for v in column[~pd.isna(column)])
+
+
+def _corrected_information(moments, n_samples):
+    """Mutual information of category columns minus its plug-in bias
+    ``(r_i - 1)(r_j - 1) / (2 N)`` (Miller-Madow; ``r`` the occupied categories), so that
+    columns of many categories (discretised continuous ones) and of few compete fairly
+    in a Chow-Liu tree."""
+    M = mutual_information(moments)
+    occupied = np.array([np.count_nonzero(c) for c, _ in moments.singleton_counts()])
+    bias = np.outer(occupied - 1, occupied - 1) / (2.0 * max(n_samples, 1.0))
+    out = M - bias
+    out -= min(out.min(), 0.0)  # the spanning tree is the same for any shift
+    np.fill_diagonal(out, 0.0)
+    return out
 
 
 def _column_scales(X, sample_weight=None):

@@ -11,6 +11,9 @@ The bump index ``m`` behaves as a categorical leaf observed through *soft eviden
 the continuous model unchanged (:class:`~ltm_sklearn._inference.DenseEvidence`): every
 conditional density integrates to one, the joint density is normalised, a missing entry
 sends ``e = 1`` (the integral of every bump), and ``E[x | h] = sum_m W[h, m] c_m``.
+
+A categorical column of a mixed table is the same leaf with indicator evidence
+(:func:`code_evidence`): its states are its categories and ``W[h, :]`` is ``P(x | h)``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from sklearn.utils import check_random_state
 
 __all__ = [
     "bump_evidence",
+    "code_evidence",
     "nearest_centre",
     "mixture_weights",
     "select_bandwidth",
@@ -60,6 +64,38 @@ def bump_evidence(x, centres, bandwidth):
     E[missing] = 1.0
     log_scale[missing] = 0.0
     return E, log_scale
+
+
+def code_evidence(codes, n_categories, unseen_proba=0.0):
+    """Indicator evidence of category codes (the leaf of a categorical column).
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n,)
+        ``0..n_categories-1`` as floats; NaN (or ``-1``) for a missing entry, ``-2`` for a
+        category not seen in training.
+    n_categories : int
+    unseen_proba : float, default=0.0
+        Likelihood of an unseen category given any state of the parent.
+
+    Returns
+    -------
+    ndarray of shape (n, n_categories)
+        ``e_x`` for a code ``x``, ones for a missing entry, ``unseen_proba`` everywhere for
+        an unseen category.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> code_evidence(np.array([1.0, np.nan, -2.0]), 2, 0.25).tolist()
+    [[0.0, 1.0], [1.0, 1.0], [0.25, 0.25]]
+    """
+    codes = np.asarray(codes, dtype=float)
+    c = np.nan_to_num(codes, nan=-1.0)
+    E = (c[:, None] == np.arange(n_categories)[None, :]).astype(float)
+    E[c == -1] = 1.0
+    E[c == -2] = unseen_proba
+    return E
 
 
 def nearest_centre(x, centres):

@@ -594,6 +594,11 @@ class RBFFeatureMap:
     (``integrals_``, the feature a marginalised entry carries) and
     ``int x phi_j(x) dx`` (``first_moments_``, for conditional means) are exact.
 
+    A categorical column (``n_categories[j] > 0``, values the codes ``0..n_j-1``) gets the
+    indicator features ``phi_j(x) = e_x`` (the delta kernel; the "integral" is the sum over
+    the categories, a vector of ones): with indicator features the kernel algorithm is the
+    discrete one (papers/002 section 4), so one map serves mixed tables.
+
     Parameters
     ----------
     n_components : int, default=50
@@ -603,11 +608,15 @@ class RBFFeatureMap:
         Multiplies the median-distance bandwidth.
     bandwidths : array-like of shape (n_features,), default=None
         Bandwidths to use instead of the median heuristic (``bandwidth_scale`` ignored).
+    n_categories : array-like of int, shape (n_features,), default=None
+        Number of categories of every categorical column (0 for a continuous column);
+        ``None``: every column is continuous.
 
     Attributes
     ----------
     landmarks_, bandwidths_, projections_, integrals_, first_moments_ : list
-        One entry per column.
+        One entry per column (for a categorical column: its codes, bandwidth 0, the
+        identity, ones and ``None``).
     n_features_out_ : ndarray of int
         Feature dimension of every column.
     offsets_ : ndarray of int
@@ -623,10 +632,11 @@ class RBFFeatureMap:
     (500, True)
     """
 
-    def __init__(self, n_components=50, bandwidth_scale=1.0, bandwidths=None):
+    def __init__(self, n_components=50, bandwidth_scale=1.0, bandwidths=None, n_categories=None):
         self.n_components = n_components
         self.bandwidth_scale = bandwidth_scale
         self.bandwidths = bandwidths
+        self.n_categories = n_categories
 
     def fit(self, X, sample_weight=None):
         """Bandwidths and landmarks of every column (NaN entries are ignored)."""
@@ -637,7 +647,16 @@ class RBFFeatureMap:
         self.integrals_, self.first_moments_ = [], []
         grid_p = (np.arange(_BANDWIDTH_GRID) + 0.5) / _BANDWIDTH_GRID
         land_p = (np.arange(self.n_components) + 0.5) / self.n_components
+        n_cat = np.zeros(d, dtype=np.int64) if self.n_categories is None else self.n_categories
         for j in range(d):
+            if n_cat[j] > 0:  # indicator features of the codes
+                m = int(n_cat[j])
+                self.landmarks_.append(np.arange(m, dtype=float))
+                self.bandwidths_.append(0.0)
+                self.projections_.append(np.eye(m))
+                self.integrals_.append(np.ones(m))
+                self.first_moments_.append(None)
+                continue
             obs = ~np.isnan(X[:, j]) & (w > 0)
             x, wj = X[obs, j], w[obs]
             if x.size == 0:
@@ -666,9 +685,12 @@ class RBFFeatureMap:
 
     def transform_column(self, j, x):
         """Features ``(len(x), n_features_out_[j])`` of the values ``x`` of column ``j``;
-        NaN rows get zeros."""
+        NaN rows get zeros (and so do codes outside a categorical column's categories)."""
         x = np.asarray(x, dtype=float)
         L, h = self.landmarks_[j], self.bandwidths_[j]
+        if h == 0:  # categorical: indicators of the codes
+            F = (np.nan_to_num(x, nan=-1.0)[:, None] == L[None, :]).astype(float)
+            return F
         K = np.exp(-((np.nan_to_num(x)[:, None] - L[None, :]) ** 2) / (2 * h * h))
         F = K @ self.projections_[j]
         F[np.isnan(x)] = 0.0
@@ -722,6 +744,12 @@ class KernelMoments:
     @property
     def n_samples(self):
         return self.X.shape[0]
+
+    def rows(self, rows):
+        """The moments of some rows only (features reused)."""
+        return KernelMoments(
+            self.feature_map, self.X[rows], self.sample_weight[rows], self.features[rows]
+        )
 
     def _block(self, j):
         return slice(int(self._offsets[j]), int(self._offsets[j + 1]))

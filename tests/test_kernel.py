@@ -312,8 +312,9 @@ def test_pandas_names_and_clear_errors():
     est = KernelLatentTree(2).fit(X)
     assert list(est.feature_names_in_) == list("abcd")
     assert est.conditional_mean(X.iloc[:5], target="c").shape == (5,)
-    with pytest.raises(TypeError, match="numeric"):
-        KernelLatentTree().fit(np.array([["a", "1.0"], ["b", "2.0"]] * 5, dtype=object))
+    labels = np.array([["a", "1.0"], ["b", "2.0"]] * 5, dtype=object)
+    with pytest.raises(TypeError, match="column 0 is modelled as continuous.*'a'"):
+        KernelLatentTree(categorical_features=None).fit(labels)
     with pytest.raises(ValueError, match="infinity"):
         KernelLatentTree().fit(np.where(np.eye(4, dtype=bool), np.inf, 1.0))
     with pytest.raises(TypeError, match="conditional_mean"):
