@@ -381,6 +381,7 @@ TABLES = (
     "crx",
     "german",
     "lymphography",
+    "magic",
     "marketing",
     "monk2",
     "pima",
