@@ -144,20 +144,41 @@ class KernelLatentTree(BaseLatentTree):
         ``GridSearchCV`` selects it by held-out log-likelihood.
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree (observed columns at the leaves). ``None`` learns it.
-    structure : {"me", "nj", "rg", "clrg", "clnj", "star", "gaussian", "nonparanormal"}, \
-            default="me"
-        Structure learning when ``tree=None``. The first five reconstruct the tree from the
-        kernel metric of eq. (12) (weighted, NaN-aware) with ``max(1, n_hidden_states - 1)``
-        singular values - the rank of the *centred* covariance operators of a hidden
-        variable with ``n_hidden_states`` states: minimum-evolution search (NNIs and SPRs
-        from BIONJ and CLNJ, see :func:`~ltm_sklearn.structure.learn_tree`), neighbor
-        joining (the paper's), recursive grouping,
-        Chow-Liu recursive grouping or Chow-Liu neighbor joining (see
-        :class:`SpectralLatentTree`; ``"clnj"`` is the most accurate on deep random trees).
-        ``"star"`` joins every column to one hidden node.
+    structure : {"auto", "me", "nj", "rg", "clrg", "clnj", "chow_liu", "star", "gaussian", \
+            "nonparanormal"}, default="me"
+        Structure learning when ``tree=None``. ``"auto"``: the best of ``"chow_liu"``,
+        ``"me"`` and ``"star"`` by held-out log-likelihood on an 80/20 split of the
+        training rows (``structure_scores_``; as in :class:`SpectralLatentTree`) - the
+        choice for the best density (it often picks the Chow-Liu tree of the columns'
+        bump indices: no hidden node, a richer dependence per edge), while the default
+        ``"me"`` learns the latent structure (it recovers papers/002's sign-flip trees,
+        where ``"auto"`` prefers Chow-Liu by 0.02-0.2 nats per row).
+        ``"me"``, ``"nj"``, ``"rg"``, ``"clrg"`` and ``"clnj"`` reconstruct the tree from
+        the kernel metric of eq. (12) (weighted, NaN-aware) with
+        ``max(1, n_hidden_states - 1)`` singular values - the rank of the *centred*
+        covariance operators of a hidden variable with ``n_hidden_states`` states:
+        minimum-evolution search (NNIs and SPRs from BIONJ and CLNJ, see
+        :func:`~ltm_sklearn.structure.learn_tree`), neighbor joining (the paper's),
+        recursive grouping, Chow-Liu recursive grouping or Chow-Liu neighbor joining (see
+        :class:`SpectralLatentTree`). ``"chow_liu"``: no hidden node, the columns' leaf
+        variables (bump indices, categories) joined by the maximum spanning tree of their
+        mutual information (bias-corrected, so that columns of few and many states
+        compete fairly). ``"star"`` joins every column to one hidden node.
         ``"gaussian"`` and ``"nonparanormal"`` run neighbor joining on the Gaussian metric
         ``-log |corr|`` or its rank-Gaussianised version (the baselines of papers/002
-        Fig. 1; complete rows only, ignoring ``sample_weight``).
+        Fig. 1; continuous columns and complete rows only, ignoring ``sample_weight``).
+    categorical_features : "from_dtype", array-like of int, str or bool, or None, \
+            default="from_dtype"
+        Which columns are categorical (indicator leaves: papers/002 section 4, indicator
+        features make the kernel algorithm the discrete one). ``"from_dtype"``: DataFrame
+        columns of category, string, object or bool dtype; for arrays, object columns that
+        hold a non-number (a string) and bool arrays. Otherwise column indices, names (with
+        a DataFrame) or a boolean mask; ``None``: every column is continuous.
+    categories : "auto" or list, default="auto"
+        Categories of the categorical columns: ``"auto"`` (the values seen in ``fit``, or
+        pandas' declared categories) or one entry per column - ``None`` for continuous
+        (or "auto") columns, the array-like of categories otherwise (as in
+        :class:`SpectralLatentTree`).
     n_components : int, default=50
         Nystroem landmarks per column (weighted quantiles of the column); eigen-directions
         of the landmark Gram below ``1e-9`` of the largest are dropped, so a column's
@@ -190,22 +211,37 @@ class KernelLatentTree(BaseLatentTree):
     Attributes
     ----------
     tree_ : LatentTree
+    structure_ : str
+        The structure used (``"given"``, the method, or the one ``"auto"`` chose).
+    structure_scores_ : dict
+        ``structure="auto"``: held-out log-likelihood per row of every candidate.
+    is_categorical_ : ndarray of bool, shape (n_features,)
+        Which columns are categorical.
+    categories_ : list
+        Categories of every categorical column (``None`` for a continuous one).
+    unseen_proba_ : ndarray of shape (n_features,)
+        Likelihood of a category never seen in training (categorical columns; as in the
+        discrete estimators), 0 for continuous columns.
     feature_map_ : RBFFeatureMap
-        Bandwidths, landmarks and Nystroem projections of every column (of the
-        standardised columns ``(X - center_) / scale_``).
+        Bandwidths, landmarks and Nystroem projections of every continuous column (of the
+        standardised columns ``(X - center_) / scale_``), indicators of the categorical
+        ones.
     center_, scale_ : ndarray of shape (n_features,)
-        Weighted mean and standard deviation of every column (scale 1 for a constant
-        column).
+        Weighted mean and standard deviation of every continuous column (scale 1 for a
+        constant or categorical column).
     centres_ : list of ndarray
-        Bump centres of every column (its landmarks, standardised units).
+        Bump centres of every continuous column (its landmarks, standardised units);
+        ``None`` for a categorical one.
     bandwidths_ : ndarray of shape (n_features,)
-        Bump bandwidth of every column, in the units of ``X``.
+        Bump bandwidth of every continuous column, in the units of ``X`` (NaN for a
+        categorical one).
     bandwidth_scores_ : list of dict or None
         Held-out mean log-density of every candidate bandwidth (standardised units), per
-        column; ``None`` when the bandwidths were given.
+        continuous column; ``None`` when the bandwidths were given.
     root_marginal_, cpts_ : ndarray, dict
         The explicit model: hidden tables, and for a column ``u`` the weights
-        ``cpts_[u][h, m]`` of its bumps given the state ``h`` of its parent.
+        ``cpts_[u][h, m]`` of its bumps (or the probabilities of its categories) given
+        the state ``h`` of its parent.
     lower_bound_, n_iter_, converged_ : float, int, bool
         EM's final objective (nats per row), iterations and convergence.
     raw_estimate_ : SpectralParams

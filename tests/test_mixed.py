@@ -102,11 +102,12 @@ def _grid_mass(est, X_cat, numeric_cols, grid):
     return total
 
 
-@pytest.mark.parametrize("n_numeric", [1, 2])
-def test_mixed_density_integrates_to_one(n_numeric):
+@pytest.mark.parametrize("n_numeric, structure", [(1, "me"), (2, "me"), (2, "chow_liu")])
+def test_mixed_density_integrates_to_one(n_numeric, structure):
     truth = MixedTruth(n_leaves=4, numeric=range(n_numeric), n_states=3)
     X = truth.sample(800, seed=1)
-    est = KernelLatentTree(2, random_state=0).fit(X)
+    est = KernelLatentTree(2, structure=structure, random_state=0).fit(X)
+    assert bool(est.tree_.hidden_nodes) == (structure != "chow_liu")
     numeric = [f"c{j}" for j in range(n_numeric)]
     categorical = [c for c in X.columns if c not in numeric]
     configs = pd.MultiIndex.from_product(
@@ -220,3 +221,12 @@ def test_classifier_on_a_mixed_table():
     proba = clf.predict_proba(X.iloc[500:])
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert clf.score(X.iloc[500:], y[500:]) > 0.75
+
+
+def test_auto_structure_picks_the_best_held_out_candidate():
+    X, _ = load_table("contraceptive")
+    est = KernelLatentTree(2, structure="auto", max_iter=50, random_state=0).fit(X)
+    scores = est.structure_scores_
+    assert set(scores) == {"chow_liu", "me", "star"}
+    assert est.structure_ == max(scores, key=scores.get)
+    assert np.isfinite(est.score(X))
