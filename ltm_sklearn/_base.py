@@ -75,6 +75,26 @@ _SELECTION_MAX_ITER = 50
 
 #: fitted attributes that some fits set and others do not
 _EXTRA_ATTRIBUTES = ("raw_estimate_",)
+#: what partial_fit rebuilds from its statistics (when first read after a call)
+_STREAM_BUILT = (
+    "_encoder",
+    "categories_",
+    "unseen_proba_",
+    "tree_",
+    "structure_",
+    "structure_scores_",
+    "root_marginal_",
+    "cpts_",
+    "lower_bound_",
+    "n_iter_",
+    "converged_",
+    *_EXTRA_ATTRIBUTES,
+)
+
+
+def is_dask_collection(X):
+    """Whether ``X`` is a Dask array or DataFrame (without importing Dask)."""
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "to_delayed")
 
 
 @dataclass
@@ -301,6 +321,18 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         -------
         self
         """
+        for name in ("_stream", "_stream_stale"):  # a new fit forgets any stream
+            self.__dict__.pop(name, None)
+        if is_dask_collection(X):
+            if sample_weight is not None:
+                raise ValueError(
+                    "sample_weight is not supported with Dask input; fit in memory, or repeat rows."
+                )
+            from ._distributed import dask_moments
+
+            moments = dask_moments(self, X)
+            self._fit_moments(moments, self._warning_stacklevel)
+            return self
         declared = declared_categories(X)
         X = self._validate_X(X, reset=True)
         sample_weight = _check_sample_weight(
@@ -310,6 +342,12 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
         codes = self._fit_encoding(X, declared, sample_weight)
         moments = self._moments(codes, sample_weight)
+        self._fit_moments(moments, self._warning_stacklevel)
+        return self
+
+    def _fit_moments(self, moments, stacklevel):
+        """Everything after the encoding: the tree (given, learned or selected) and the
+        explicit parameters, from ``moments``."""
         self.unseen_proba_ = self._unseen_proba(moments)
         rng = check_random_state(self.random_state)
         self.tree_ = self._resolve_tree(moments)
@@ -320,9 +358,77 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 f"EM did not converge in max_iter={self.max_iter} iterations (tol="
                 f"{self.tol}); increase max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=self._warning_stacklevel,
+                stacklevel=stacklevel + 1,
             )
+
+    # ------------------------------------------------------------------ streaming
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Add a batch of rows to the statistics, for data that arrive in batches or do
+        not fit in memory.
+
+        The exact additive statistics (every pair and singleton table) and a uniform
+        sample of at most :data:`~ltm_sklearn._streaming.SAMPLE_ROWS` rows are kept
+        (:mod:`ltm_sklearn._streaming`); the model is rebuilt from them - tree, moment
+        estimate, EM on the sample - when it is first used after a call, so a stream of
+        batches costs about one fit. While at most ``SAMPLE_ROWS`` rows have been seen the
+        model equals ``fit`` on the concatenated batches. Categories may first appear in
+        any batch (the encoding grows; earlier counts are kept); with ``categories`` given
+        or pandas-declared, a value outside them is an error as in ``fit``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A batch, with the columns of the first one.
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        from ._streaming import RowStatistics
+
+        first = "_stream" not in self.__dict__
+        if first:
+            self._validate_params()
+            declared = declared_categories(X)
+        X = self._validate_X(X, reset=first)
+        sample_weight = _check_sample_weight(
+            sample_weight, X, dtype=float, ensure_non_negative=True
+        )
+        if first:
+            seed = check_random_state(self.random_state).randint(2**31 - 1)
+            self._stream = RowStatistics(X.shape[1], random_state=seed)
+            self._stream_declared = declared
+        self._stream.add(X, sample_weight)
+        if self._stream.weight <= 0:
+            raise ValueError("sample_weight sums to zero: there is nothing to fit.")
+        self.n_samples_seen_ = self._stream.n_rows
+        for name in _STREAM_BUILT:  # built again from the statistics when first read
+            self.__dict__.pop(name, None)
+        self._stream_stale = True
         return self
+
+    def _build_from_stream(self):
+        """The model of the statistics accumulated by :meth:`partial_fit`."""
+        self._stream_stale = False
+        given = self.categories
+        if isinstance(given, str):
+            given = self._stream_declared or "auto"
+        names = getattr(self, "feature_names_in_", None)
+        encoder, perms = self._stream.final_encoder(given, names)
+        self._encoder = encoder
+        self.categories_ = encoder.categories_
+        self._fit_moments(self._stream.moments(encoder, perms, self.n_jobs), 3)
+
+    def __getattr__(self, name):
+        # after partial_fit the model is built when first read
+        if name in _STREAM_BUILT and self.__dict__.get("_stream_stale"):
+            self._build_from_stream()
+            if name in self.__dict__:
+                return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _unseen_proba(self, moments):
         return np.array([1.0 / (c.size + t + 1.0) for c, t in moments.singleton_counts()])
@@ -334,12 +440,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         return self._polish(tree, moments, root, cpts, extras, rng, max_iter)
 
     def _polish(self, tree, moments, root, cpts, extras, rng=None, max_iter=None):
-        from ._em import polish
+        from ._em import fit_em, polish
         from .tensor import expand_states
 
         root, cpts = expand_states(
             tree, root, cpts, self.n_hidden_states, random_state=rng, noise=0.05
         )
+        max_iter = self.max_iter if max_iter is None else max_iter
         root, cpts, objective, n_iter, converged, _ = polish(
             tree,
             root,
@@ -348,11 +455,25 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             moments.sample_weight,
             moments.n_states,
             alpha=self.alpha,
-            max_iter=self.max_iter if max_iter is None else max_iter,
+            max_iter=max_iter,
             tol=self.tol,
             random_state=rng,
             verbose=self.verbose,
         )
+        if max_iter > 0 and getattr(moments, "n_rows_total", 0) > moments.n_samples:
+            # distributed data beyond the sample: EM goes on over every partition
+            root, cpts, objective, more, converged, _ = fit_em(
+                tree,
+                root,
+                cpts,
+                moments.evidence(),
+                None,
+                alpha=self.alpha,
+                max_iter=max_iter,
+                tol=self.tol,
+                verbose=self.verbose,
+            )
+            n_iter += more
         return FittedModel(tree, root, cpts, objective, n_iter, converged, extras)
 
     def _set_fitted(self, fitted):

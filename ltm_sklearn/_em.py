@@ -129,7 +129,10 @@ def fit_em(
         Rooted; observed nodes may be internal.
     root_marginal, cpts : starting parameters (row-stochastic tables).
     evidence : CodeEvidence or DenseEvidence
-    weights : ndarray of shape (n_rows,)
+        Or, with ``weights=None``, an object whose ``expected_totals(tree, root, tables)``
+        returns the weighted log-likelihood sum and the expected counts of all its rows,
+        and whose ``total_weight`` is their weight (the distributed E-step).
+    weights : ndarray of shape (n_rows,) or None
     alpha : float, default=0.0
         Dirichlet pseudo-count of :func:`m_step`.
     max_iter : int, default=100
@@ -150,12 +153,15 @@ def fit_em(
     """
     if max_iter == 0:
         return root_marginal, cpts, float("nan"), 0, True, []
-    total = float(np.sum(weights))
+    total = float(np.sum(weights)) if weights is not None else evidence.total_weight
 
     def e_step(root, tables):
-        ll, rc, ec = expected_counts(tree, root, tables, evidence, weights)
-        with np.errstate(invalid="ignore"):
-            value = float(weights @ np.where(weights > 0, ll, 0.0))
+        if weights is None:  # an E-step that sums over its own rows (distributed data)
+            value, rc, ec = evidence.expected_totals(tree, root, tables)
+        else:
+            ll, rc, ec = expected_counts(tree, root, tables, evidence, weights)
+            with np.errstate(invalid="ignore"):
+                value = float(weights @ np.where(weights > 0, ll, 0.0))
         return (value + log_prior(root, tables, alpha)) / total, m_step(rc, ec, alpha)
 
     objective, update = e_step(root_marginal, cpts)

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 from sklearn.utils import check_random_state
+from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -322,6 +323,11 @@ class KernelLatentTree(BaseLatentTree):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+
+    @available_if(lambda self: False)
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Not available: the feature maps (landmarks at quantiles, bandwidths chosen on
+        held-out rows) need every row of a column."""
 
     # ------------------------------------------------------------------ data hooks
     _allowed_kinds = "biufOSUb"

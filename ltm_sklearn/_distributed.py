@@ -1,0 +1,217 @@
+"""Fitting on Dask collections: statistics computed partition by partition on the active
+Dask scheduler (a ``distributed.Client`` when one is running), reduced on the cluster.
+
+Only small objects reach the client: the category values of every column, the one-hot
+Gram matrix of all columns with a uniform sample of rows
+(:class:`~ltm_sklearn._streaming.RowStatistics`), projected moments, EM's expected
+counts. The passes over the data:
+
+1. the distinct values of every column (their union is sorted into the categories
+   exactly as ``fit`` sorts them);
+2. the statistics of every partition, encoded with those categories and merged in a tree
+   (pair and singleton tables exact, the sample for the tree search's held-out split and
+   the first EM iterations);
+3. every projected moment the estimator asks for (exact: the projections are known by
+   then, and every partition is read again);
+4. one pass per EM iteration on all rows (after EM has converged on the sample), with
+   the expected counts of every partition summed on the cluster.
+
+Dask is an optional dependency (``pip install "ltm-sklearn[dask]"``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ._em import unique_rows
+from ._inference import CodeEvidence, expected_counts
+from ._streaming import RowStatistics, StatisticsMoments
+from .moments import _add, _key
+
+__all__ = ["dask_moments", "DaskMoments"]
+
+#: partials merged per node of the reduction tree
+_SPLIT_EVERY = 8
+
+
+def _dask():
+    try:
+        import dask
+    except ImportError as exc:  # pragma: no cover - the dask extra is not installed
+        raise ImportError(
+            'Fitting on Dask collections needs Dask: pip install "ltm-sklearn[dask]".'
+        ) from exc
+    return dask
+
+
+def _partitions(X):
+    """Row partitions of a Dask DataFrame or array as delayed pandas / NumPy blocks."""
+    if hasattr(X, "columns"):  # dask DataFrame
+        return list(X.to_delayed()), [str(c) for c in X.columns], X.shape[1]
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D Dask array, got {X.ndim}D.")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})  # every block holds whole rows
+    return list(X.to_delayed().ravel()), None, X.shape[1]
+
+
+def _tree_reduce(parts, combine):
+    """Delayed tree reduction of ``parts`` with ``combine(list) -> one``."""
+    dask = _dask()
+    merge = dask.delayed(combine, pure=True)
+    while len(parts) > 1:
+        parts = [merge(parts[i : i + _SPLIT_EVERY]) for i in range(0, len(parts), _SPLIT_EVERY)]
+    return parts[0]
+
+
+def _values(block, d):
+    """The category values of every column of a block (a RowStatistics that only
+    encodes)."""
+    stats = RowStatistics(d, sample_rows=0)
+    stats.encode(block)
+    return stats.values
+
+
+def _union(lists):
+    out = RowStatistics(len(lists[0]), sample_rows=0)
+    for values in lists:
+        for j, vals in enumerate(values):
+            for v in vals:
+                k = _key(v, j)
+                if k not in out.lookup[j]:
+                    out.lookup[j][k] = len(out.values[j])
+                    out.values[j].append(v)
+    return out.values
+
+
+def _block_statistics(block, values, sample_rows, seed, offset):
+    """Statistics of one block, encoded with the final category lists ``values``."""
+    stats = _seeded(values, sample_rows, seed)
+    codes = stats.encode(block)
+    stats.n_rows = offset  # row numbers of the sample continue the global order
+    n = codes.shape[1]
+    stats.add_codes(codes, np.ones(n), None, np.random.default_rng(seed).random(n))
+    stats.n_rows -= offset
+    return stats
+
+
+def _seeded(values, sample_rows, seed):
+    stats = RowStatistics(len(values), sample_rows=sample_rows, random_state=seed)
+    stats.values = [list(v) for v in values]
+    stats.lookup = [{_key(v, j): i for i, v in enumerate(vals)} for j, vals in enumerate(values)]
+    return stats
+
+
+def _merge(stats):
+    first = stats[0]
+    for other in stats[1:]:
+        first.merge(other)
+    return first
+
+
+def _block_codes(block, encoder):
+    return encoder.transform(block)
+
+
+def _apply(block, encoder, func, args):
+    codes = _block_codes(block, encoder)
+    return func(codes, np.ones(codes.shape[1]), *args)
+
+
+def _expected_totals(block, encoder, tree, root, tables):
+    codes, w = unique_rows(_block_codes(block, encoder), np.ones(len(block)))
+    ll, rc, ec = expected_counts(tree, root, tables, CodeEvidence(codes, encoder.n_states_), w)
+    return float(w @ ll), rc, ec
+
+
+def _sum_totals(parts):
+    value = sum(p[0] for p in parts)
+    rc = sum(p[1] for p in parts)
+    ec = {u: sum(p[2][u] for p in parts) for u in parts[0][2]}
+    return value, rc, ec
+
+
+class DaskMoments(StatisticsMoments):
+    """Moments of a Dask collection: pair and singleton tables from the merged statistics,
+    every other moment by a pass over the partitions (``_map_chunks``), ``codes`` the
+    uniform sample."""
+
+    def _map_chunks(self, func, *args):
+        dask = _dask()
+        task = dask.delayed(_apply, pure=True)
+        parts = [task(b, self.encoder, func, args) for b in self.blocks]
+        (total,) = dask.compute(_tree_reduce(parts, _add))
+        return total
+
+    def evidence(self):
+        """The E-step over every partition (for :func:`~ltm_sklearn._em.fit_em`)."""
+        return DaskEStep(self.blocks, self.encoder, self.total_weight)
+
+
+class DaskEStep:
+    """Expected counts of all rows, summed over the partitions on the cluster."""
+
+    def __init__(self, blocks, encoder, total_weight):
+        self.blocks = blocks
+        self.encoder = encoder
+        self.total_weight = total_weight
+
+    def expected_totals(self, tree, root, tables):
+        dask = _dask()
+        task = dask.delayed(_expected_totals, pure=True)
+        parts = [task(b, self.encoder, tree, root, tables) for b in self.blocks]
+        (total,) = dask.compute(_tree_reduce(parts, _sum_totals))
+        return total
+
+
+def dask_moments(estimator, X):
+    """Validate a Dask collection for ``estimator``, set its encoding and feature names,
+    and return :class:`DaskMoments` of the data."""
+    from . import _streaming
+    from ._kernel import KernelLatentTree
+
+    if isinstance(estimator, KernelLatentTree):
+        raise TypeError(
+            "KernelLatentTree does not fit Dask collections (its feature maps need quantiles "
+            "of every column); fit it on a sample in memory."
+        )
+    dask = _dask()
+    blocks, names, d = _partitions(X)
+    if names is not None:
+        estimator.feature_names_in_ = np.asarray(names, dtype=object)
+    elif hasattr(estimator, "feature_names_in_"):
+        del estimator.feature_names_in_
+    estimator.n_features_in_ = d
+    # pass 1: the categories
+    task = dask.delayed(_values, pure=True)
+    (values,) = dask.compute(_tree_reduce([task(b, d) for b in blocks], _union))
+    stats = _seeded(values, 0, 0)
+    given = estimator.categories
+    if isinstance(given, str):
+        given = "auto"
+    encoder, perms = stats.final_encoder(given, names)
+    final = [list(c) for c in encoder.categories_]
+    # pass 2: pair statistics and the sample, in the final codes
+    lengths = dask.compute(*[dask.delayed(len)(b) for b in blocks])
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    rng = check_random_state(estimator.random_state)
+    seeds = rng.randint(2**31 - 1, size=len(blocks))
+    task = dask.delayed(_block_statistics, pure=True)
+    parts = [
+        task(b, final, _streaming.SAMPLE_ROWS, int(s), int(o))
+        for b, s, o in zip(blocks, seeds, offsets)
+    ]
+    (merged,) = dask.compute(_tree_reduce(parts, _merge))
+    if merged.n_rows == 0:
+        raise ValueError("The Dask collection has no rows: there is nothing to fit.")
+    identity = [np.arange(len(c)) for c in final]
+    base = merged.moments(encoder, identity, estimator.n_jobs)
+    moments = DaskMoments(base.codes, base.n_states, base.sample_weight, base.n_jobs)
+    moments._pairs, moments._singletons = base._pairs, base._singletons
+    moments.total_weight = merged.weight
+    moments.blocks, moments.encoder = blocks, encoder
+    moments.n_rows_total = merged.n_rows
+    estimator._encoder = encoder
+    estimator.categories_ = encoder.categories_
+    return moments

@@ -1,0 +1,257 @@
+"""Statistics accumulated over batches of rows: the state behind ``partial_fit`` and the
+distributed (Dask) fit.
+
+The moment-based estimators read the data through sums (DESIGN section 3): singleton and
+pair counts, projected higher-order counts, EM's expected counts. :class:`RowStatistics`
+keeps what a batch adds:
+
+* **exact, additive**: the weighted one-hot Gram matrix of all columns (every pair table
+  and every singleton count at once) and the weight observing every pair of columns.
+  Categories may first appear in any batch: codes are given in order of arrival and the
+  tables grow; a new category adds rows and columns of zeros to the earlier counts and
+  never changes them. At build time the categories are sorted (or put in the declared
+  order) exactly as ``fit`` would, and the tables permuted accordingly.
+* **a uniform sample of rows** (at most :data:`SAMPLE_ROWS`, a bottom-k sample by random
+  keys, so the sample of a stream does not depend on how it was cut into batches): for
+  what needs a projection chosen from statistics not yet complete (projected triples,
+  whose projections come from the final pair tables), the tree search's held-out split
+  of ``structure="auto"`` and EM. While the stream holds at most :data:`SAMPLE_ROWS`
+  rows the sample is every row, and the fit equals ``fit`` on the concatenation; beyond
+  it, pair tables (hence the tree metric and the projections) stay exact and the
+  projected triples and EM read the sample (the approximation ``bench_scale.py``
+  measures). The Dask path re-reads the data instead, so its triples and its final EM
+  iterations are exact over all rows.
+
+Memory is independent of the number of rows: the Gram matrix is ``(sum_j n_j)^2`` and the
+sample ``SAMPLE_ROWS x n_features`` codes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .moments import (
+    _MAX_GRAM_WIDTH,
+    CategoricalEncoder,
+    MomentEstimator,
+    _factorize,
+    _gram_sums,
+    _is_missing,
+    _key,
+    _normalise,
+    _normalise_value,
+)
+
+__all__ = ["RowStatistics", "StatisticsMoments", "SAMPLE_ROWS"]
+
+#: rows kept in the uniform sample of a stream (codes of every column)
+SAMPLE_ROWS = 200_000
+
+
+class RowStatistics:
+    """Additive statistics of the rows seen so far (see the module docstring).
+
+    Parameters
+    ----------
+    n_features : int
+    sample_rows : int, default=None
+        Rows kept in the sample (``None``: :data:`SAMPLE_ROWS`).
+    random_state : int or None
+        Seeds the sampling keys.
+    """
+
+    def __init__(self, n_features, sample_rows=None, random_state=None):
+        self.n_features = int(n_features)
+        self.sample_rows = int(SAMPLE_ROWS if sample_rows is None else sample_rows)
+        self.rng = np.random.default_rng(random_state)
+        self.values = [[] for _ in range(self.n_features)]  # categories in arrival order
+        self.lookup = [{} for _ in range(self.n_features)]
+        self.gram = np.zeros((0, 0))
+        self.totals = np.zeros((self.n_features, self.n_features))
+        self.sample_codes = np.zeros((self.n_features, 0), dtype=np.int32)
+        self.sample_weight = np.zeros(0)
+        self.sample_keys = np.zeros(0)
+        self.sample_order = np.zeros(0, dtype=np.int64)
+        self.n_rows = 0
+        self.weight = 0.0
+
+    @property
+    def sizes(self):
+        return np.array([max(len(v), 1) for v in self.values], dtype=np.int64)
+
+    # ------------------------------------------------------------------ adding rows
+    def encode(self, X):
+        """Arrival codes ``(n_features, n_rows)`` of a batch (``-1`` missing); new
+        categories are appended to their column's list."""
+        columns = (
+            [X.iloc[:, j].to_numpy(dtype=object) for j in range(X.shape[1])]
+            if isinstance(X, pd.DataFrame)
+            else [X[:, j] for j in range(X.shape[1])]
+        )
+        codes = np.empty((self.n_features, len(columns[0]) if columns else 0), dtype=np.int32)
+        for j, col in enumerate(columns):
+            inverse, uniques = _factorize(col, j)
+            mapped = np.empty(len(uniques) + 1, dtype=np.int64)
+            for i, v in enumerate(uniques):
+                if _is_missing(v):
+                    mapped[i] = -1
+                    continue
+                k = _key(v, j)
+                if k not in self.lookup[j]:
+                    self.lookup[j][k] = len(self.values[j])
+                    self.values[j].append(_normalise_value(v, j))
+                mapped[i] = self.lookup[j][k]
+            mapped[-1] = -1
+            codes[j] = mapped[inverse]
+        return codes
+
+    def add(self, X, sample_weight):
+        """Add a batch (rows of weight zero are left out, as in ``fit``)."""
+        keep = sample_weight > 0
+        if not keep.all():
+            X = X.iloc[keep] if isinstance(X, pd.DataFrame) else X[keep]
+            sample_weight = sample_weight[keep]
+        old_sizes = self.sizes
+        codes = self.encode(X)
+        self.add_codes(codes, sample_weight, old_sizes)
+
+    def add_codes(self, codes, w, old_sizes=None, keys=None):
+        """Add arrival codes of a batch (``old_sizes``: the sizes before the batch)."""
+        sizes = self.sizes
+        width = int(sizes.sum())
+        if width > _MAX_GRAM_WIDTH:
+            raise ValueError(
+                f"The columns hold {width} categories in total; the streamed pair statistics "
+                f"(a one-hot Gram matrix) are limited to {_MAX_GRAM_WIDTH}. Fit in memory, "
+                "or bin the columns with many categories."
+            )
+        if old_sizes is not None and not np.array_equal(old_sizes, sizes) and self.gram.size:
+            self.gram = _grow(self.gram, old_sizes, sizes)
+        elif self.gram.shape[0] != width:
+            self.gram = np.zeros((width, width))
+        if codes.shape[1]:
+            columns = np.arange(self.n_features)
+            ((gram, totals),) = _gram_sums(codes, w, sizes, columns)
+            self.gram += gram
+            self.totals += totals
+        self.n_rows += codes.shape[1]
+        self.weight += float(np.sum(w))
+        self._sample(codes, w, keys)
+
+    def _sample(self, codes, w, keys=None):
+        n = codes.shape[1]
+        if keys is None:
+            keys = self.rng.random(n)
+        order = np.arange(self.n_rows - n, self.n_rows)
+        self.sample_codes = np.concatenate([self.sample_codes, codes.astype(np.int32)], axis=1)
+        self.sample_weight = np.concatenate([self.sample_weight, w])
+        self.sample_keys = np.concatenate([self.sample_keys, keys])
+        self.sample_order = np.concatenate([self.sample_order, order])
+        if self.sample_keys.size > self.sample_rows:
+            keep = np.sort(np.argpartition(self.sample_keys, self.sample_rows)[: self.sample_rows])
+            self.sample_codes = self.sample_codes[:, keep]
+            self.sample_weight = self.sample_weight[keep]
+            self.sample_keys = self.sample_keys[keep]
+            self.sample_order = self.sample_order[keep]
+
+    def merge(self, other):
+        """Add the statistics of ``other`` (same categories, in the same arrival order:
+        the distributed path encodes with one fixed list)."""
+        self.gram += other.gram
+        self.totals += other.totals
+        self.n_rows += other.n_rows
+        self.weight += other.weight
+        self.sample_codes = np.concatenate([self.sample_codes, other.sample_codes], axis=1)
+        self.sample_weight = np.concatenate([self.sample_weight, other.sample_weight])
+        self.sample_keys = np.concatenate([self.sample_keys, other.sample_keys])
+        self.sample_order = np.concatenate([self.sample_order, other.sample_order])
+        if self.sample_keys.size > self.sample_rows:
+            keep = np.argpartition(self.sample_keys, self.sample_rows)[: self.sample_rows]
+            keep = keep[np.argsort(self.sample_order[keep])]
+            self.sample_codes = self.sample_codes[:, keep]
+            self.sample_weight = self.sample_weight[keep]
+            self.sample_keys = self.sample_keys[keep]
+            self.sample_order = self.sample_order[keep]
+        return self
+
+    # ------------------------------------------------------------------ building
+    def final_encoder(self, categories="auto", feature_names=None):
+        """The encoder ``fit`` would build from the same rows (sorted categories, or the
+        given ones), and the permutation of every column's arrival codes into its codes."""
+        longest = max((len(v) for v in self.values), default=0)
+        columns = np.full((max(longest, 1), self.n_features), None, dtype=object)
+        for j, v in enumerate(self.values):
+            columns[: len(v), j] = np.array(v, dtype=object)
+        encoder = CategoricalEncoder(categories)
+        encoder.fit_transform(columns, feature_names)
+        perms = [
+            np.array([encoder._lookup[j][_key(v, j)] for v in vals], dtype=np.int64)
+            for j, vals in enumerate(self.values)
+        ]
+        return encoder, perms
+
+    def moments(self, encoder, perms, n_jobs=None):
+        """:class:`StatisticsMoments` in the codes of ``encoder``: exact pair and singleton
+        tables, the sample's rows for everything else."""
+        d = self.n_features
+        n_states = encoder.n_states_
+        sample = np.empty(self.sample_codes.shape, dtype=np.int32)
+        for j in range(d):
+            c = self.sample_codes[j]
+            sample[j] = np.where(c >= 0, perms[j][np.maximum(c, 0)] if perms[j].size else 0, c)
+        offsets = np.concatenate([[0], np.cumsum(self.sizes)])
+        blocks = {}
+        for i in range(d):
+            for j in range(i, d):
+                table = np.zeros((n_states[i], n_states[j]))
+                src = self.gram[offsets[i] : offsets[i + 1], offsets[j] : offsets[j + 1]]
+                if perms[i].size and perms[j].size:
+                    table[np.ix_(perms[i], perms[j])] = src[: perms[i].size, : perms[j].size]
+                blocks[(i, j)] = table
+        moments = StatisticsMoments(sample, n_states, self.sample_weight, n_jobs=n_jobs)
+        moments._singletons = [
+            (np.diag(blocks[(j, j)]).copy(), float(self.totals[j, j])) for j in range(d)
+        ]
+        moments._pairs = {
+            (i, j): _normalise(blocks[(i, j)], self.totals[i, j])
+            for i in range(d)
+            for j in range(i + 1, d)
+        }
+        moments.total_weight = self.weight
+        return moments
+
+
+def _grow(gram, old_sizes, sizes):
+    """The Gram matrix with every column block padded from ``old_sizes`` to ``sizes``."""
+    old_off = np.concatenate([[0], np.cumsum(old_sizes)])
+    new_off = np.concatenate([[0], np.cumsum(sizes)])
+    index = np.concatenate([new_off[j] + np.arange(old_sizes[j]) for j in range(len(sizes))])
+    out = np.zeros((new_off[-1], new_off[-1]))
+    # a column that had no category yet occupied one (empty) slot: it stays at the start
+    out[np.ix_(index, index)] = gram[: old_off[-1], : old_off[-1]]
+    return out
+
+
+class StatisticsMoments(MomentEstimator):
+    """A :class:`~ltm_sklearn.moments.MomentEstimator` whose singleton and pair tables
+    come from accumulated statistics (prefilled caches, exact over every row) and whose
+    ``codes`` are a sample of the rows (everything else reads them)."""
+
+    total_weight = None
+
+    def subset(self, columns):
+        columns = np.asarray(columns)
+        sub = StatisticsMoments(
+            self.codes[columns], self.n_states[columns], self.sample_weight, self.n_jobs
+        )
+        where = {int(c): t for t, c in enumerate(columns)}
+        sub._pairs = {
+            (where[i], where[j]): P
+            for (i, j), P in self._pairs.items()
+            if i in where and j in where and where[i] < where[j]
+        }
+        if self._singletons is not None:
+            sub._singletons = [self._singletons[int(c)] for c in columns]
+        sub.total_weight = self.total_weight
+        return sub

@@ -1,0 +1,176 @@
+"""partial_fit (accumulated statistics) and fitting on Dask collections."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ltm_sklearn import (
+    HierarchicalTensorLTM,
+    KernelLatentTree,
+    LatentTreeEM,
+    QuartetTreeLearner,
+    SpectralLatentTree,
+    _streaming,
+)
+from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
+
+ESTIMATORS = [SpectralLatentTree, HierarchicalTensorLTM, QuartetTreeLearner, LatentTreeEM]
+
+
+@pytest.fixture(scope="module")
+def data():
+    truth = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, random_state=0)
+    return truth.sample(3000, random_state=1), truth.sample(1000, random_state=2)
+
+
+def _batches(n, n_batches):
+    return np.array_split(np.arange(n), n_batches)
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_partial_fit_equals_fit_on_the_concatenation(Est, data):
+    X, T = data
+    ref = Est(2, random_state=0).fit(X)
+    for n_batches in (1, 7, 100):
+        est = Est(2, random_state=0)
+        for rows in _batches(len(X), n_batches):
+            assert est.partial_fit(X[rows]) is est
+        assert est.n_samples_seen_ == len(X)
+        np.testing.assert_allclose(est.score_samples(T), ref.score_samples(T), atol=1e-9)
+        assert est.tree_.edges == ref.tree_.edges
+
+
+def test_the_model_is_usable_after_every_call(data):
+    X, T = data
+    est = SpectralLatentTree(2, structure="clnj", random_state=0)
+    seen = []
+    for rows in _batches(len(X), 4):
+        est.partial_fit(X[rows])
+        seen.append(rows)
+        ref = SpectralLatentTree(2, structure="clnj", random_state=0).fit(X[np.concatenate(seen)])
+        np.testing.assert_allclose(est.score_samples(T), ref.score_samples(T), atol=1e-9)
+        assert est.cpts_.keys() == ref.cpts_.keys()
+
+
+def test_late_categories_nan_and_weights_in_batches():
+    rng = np.random.default_rng(0)
+    truth = LatentTreeModel.random(balanced_binary_tree(6), 2, 4, random_state=3)
+    codes = truth.sample(2000, random_state=4)
+    X = np.array(["a", "b", "c", "d"], dtype=object)[codes]
+    X[:1000][X[:1000] == "d"] = "c"  # "d" first appears in the second half
+    X[rng.random(X.shape) < 0.05] = None
+    w = rng.integers(0, 3, size=len(X)).astype(float)  # zero weights too
+    ref = LatentTreeEM(2, random_state=0).fit(X, sample_weight=w)
+    est = LatentTreeEM(2, random_state=0)
+    for rows in _batches(len(X), 9):
+        est.partial_fit(X[rows], sample_weight=w[rows])
+    assert est.categories_ == ref.categories_
+    T = X[:300]
+    np.testing.assert_allclose(est.score_samples(T), ref.score_samples(T), atol=1e-9)
+
+
+def test_declared_categories_and_pandas_batches():
+    truth = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
+    X = pd.DataFrame(truth.sample(600, random_state=0), columns=list("abcd"))
+    cats = [[0, 1, 2, 5]] * 4
+    ref = SpectralLatentTree(2, categories=cats, random_state=0).fit(X)
+    est = SpectralLatentTree(2, categories=cats, random_state=0)
+    for rows in _batches(len(X), 3):
+        est.partial_fit(X.iloc[rows])
+    assert list(est.feature_names_in_) == list("abcd")
+    np.testing.assert_allclose(est.score_samples(X), ref.score_samples(X), atol=1e-9)
+    bad = X.iloc[:5].copy()
+    bad.iloc[0, 0] = 7
+    with pytest.raises(ValueError, match="not among its declared categories"):
+        SpectralLatentTree(2, categories=cats).partial_fit(X).partial_fit(bad).score(X)
+    with pytest.raises(ValueError, match="feature names should match"):
+        SpectralLatentTree(2).partial_fit(X).partial_fit(X.iloc[:, :3])
+    with pytest.raises(ValueError, match="3 features"):
+        SpectralLatentTree(2).partial_fit(X.to_numpy()).partial_fit(X.to_numpy()[:, :3])
+
+
+def test_beyond_the_sample_pairs_stay_exact(data, monkeypatch):
+    """More rows than the sample holds: pair tables are still exact, the model close."""
+    X, T = data
+    monkeypatch.setattr(_streaming, "SAMPLE_ROWS", 500)
+    est = SpectralLatentTree(2, random_state=0)
+    for rows in _batches(len(X), 10):
+        est.partial_fit(X[rows])
+    est.score(T)
+    stream = est._stream
+    assert stream.sample_codes.shape[1] == 500 and stream.n_rows == len(X)
+    moments = stream.moments(*stream.final_encoder())
+    ref = SpectralLatentTree(2, random_state=0).fit(X)
+    from ltm_sklearn.moments import MomentEstimator
+
+    exact = MomentEstimator(ref._encoder.transform(X), ref._encoder.n_states_)
+    for key, table in exact.all_pairs().items():
+        np.testing.assert_allclose(moments.pair(*key), table, atol=1e-12)
+    assert abs(est.score(T) - ref.score(T)) < 0.05
+
+
+def test_fit_forgets_the_stream(data):
+    X, T = data
+    est = SpectralLatentTree(2, random_state=0).partial_fit(X[:100])
+    est.fit(X)
+    ref = SpectralLatentTree(2, random_state=0).fit(X)
+    np.testing.assert_allclose(est.score_samples(T), ref.score_samples(T))
+    assert not hasattr(est, "n_samples_seen_") or est.n_samples_seen_ == 100
+
+
+def test_kernel_model_has_no_partial_fit():
+    assert not hasattr(KernelLatentTree(), "partial_fit")
+
+
+# ---------------------------------------------------------------------- Dask
+@pytest.fixture(scope="module")
+def client():
+    pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+@pytest.mark.parametrize("Est", [SpectralLatentTree, LatentTreeEM])
+def test_dask_fit_on_a_local_cluster_equals_the_in_memory_fit(Est, data, client):
+    import dask.array as da
+    import dask.dataframe as dd
+
+    X, T = data
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
+    ref = Est(2, random_state=0).fit(frame)
+    est = Est(2, random_state=0).fit(dd.from_pandas(frame, npartitions=5))
+    assert list(est.feature_names_in_) == list(frame.columns)
+    test = pd.DataFrame(T, columns=frame.columns)
+    np.testing.assert_allclose(est.score_samples(test), ref.score_samples(test), atol=1e-8)
+    arr = Est(2, random_state=0).fit(da.from_array(X, chunks=(700, 3)))
+    np.testing.assert_allclose(arr.score_samples(T), ref.score_samples(test), atol=1e-8)
+
+
+def test_dask_beyond_the_sample_runs_em_on_every_partition(data, client, monkeypatch):
+    import dask.array as da
+
+    X, T = data
+    monkeypatch.setattr(_streaming, "SAMPLE_ROWS", 400)
+    ref = LatentTreeEM(2, structure="clnj", random_state=0).fit(X)
+    est = LatentTreeEM(2, structure="clnj", random_state=0).fit(da.from_array(X, chunks=600))
+    assert est.tree_.edges == ref.tree_.edges  # from exact pair tables
+    # EM finished on all rows: the same objective up to where EM stops (tol=1e-4 per
+    # iteration; the two runs take different paths: 34 vs 11 iterations here)
+    assert abs(est.lower_bound_ - ref.lower_bound_) < 1e-3
+    assert abs(est.score(T) - ref.score(T)) < 5e-3
+
+
+def test_dask_input_errors(client):
+    import dask.array as da
+
+    X = da.zeros((10, 3), chunks=5)
+    with pytest.raises(ValueError, match="sample_weight"):
+        SpectralLatentTree().fit(X, sample_weight=np.ones(10))
+    with pytest.raises(TypeError, match="Dask"):
+        KernelLatentTree().fit(X)
