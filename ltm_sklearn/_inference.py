@@ -261,19 +261,26 @@ def log_likelihood(tree, root_marginal, cpts, evidence, n_jobs=None):
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
+def _safe_ratio(w, lik):
+    """``w / lik`` per row, 0 where ``lik`` is 0 or so small (a table entry driven to
+    ~1e-300, e.g. by an over-relaxed EM candidate) that the ratio overflows: such a row
+    adds nothing to the expected counts (its log-likelihood stays exact)."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        r = w / lik
+    return np.where(np.isfinite(r) & (lik > 0), r, 0.0)
+
+
 def _counts_block(ev, w, tree, root_marginal, cpts):
     lik, log_scale, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
     with np.errstate(divide="ignore"):
         loglik = np.log(lik) + log_scale
-    ok = lik > 0
-    w = np.where(ok, w, 0.0)
-    root_counts = root_marginal * (beta[tree.root] @ (w / np.where(ok, lik, 1.0)))
+    root_counts = root_marginal * (beta[tree.root] @ _safe_ratio(w, lik))
     edge_counts = {}
     for c, excl, _ in _downward(tree, root_marginal, cpts, ev, beta, msg):
         inner = tree.children[c]
         m = cpts[c] @ beta[c] if inner else msg[c]  # the message of c before rescaling
         z = np.einsum("ij,ij->j", excl, m)
-        W = excl * (w / np.where(z > 0, z, np.inf))
+        W = excl * _safe_ratio(w, z)
         stats = W @ beta[c].T if inner else ev.leaf_counts(c, W)
         edge_counts[c] = cpts[c] * stats
     return loglik, root_counts, edge_counts

@@ -212,3 +212,19 @@ def test_em_warning_free_on_clean_fit():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         LatentTreeEM(2, tree=model.tree, random_state=0).fit(model.sample(500, random_state=0))
+
+
+def test_expected_counts_stay_finite_when_a_row_likelihood_underflows():
+    """A table entry near 1e-310 (as an over-relaxed EM candidate can propose) makes the
+    scaled likelihood of a row underflow: its counts are dropped, never inf or NaN."""
+    tree = LatentTree([(2, 0), (2, 1)], 2)
+    root = np.array([1e-310, 1.0])
+    cpt = np.array([[1e-10, 1.0 - 1e-10], [1.0 - 1e-200, 1e-200]])
+    codes = np.array([[1, 0], [1, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ll, rc, ec = expected_counts(
+            tree, root, {0: cpt, 1: cpt}, CodeEvidence(codes, [2, 2]), np.ones(2)
+        )
+    assert np.all(np.isfinite(ll)) and np.all(np.isfinite(rc))
+    assert all(np.all(np.isfinite(c)) for c in ec.values())
