@@ -351,7 +351,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.unseen_proba_ = self._unseen_proba(moments)
         rng = check_random_state(self.random_state)
         self.tree_ = self._resolve_tree(moments)
-        fitted = self._fit_parameters(self.tree_, moments, rng)
+        fitted = self._fit_parameters(self.tree_, moments.for_parameters(), rng)
         self._set_fitted(fitted)
         if not fitted.converged:
             warnings.warn(

@@ -137,6 +137,9 @@ class DaskMoments(StatisticsMoments):
     every other moment by a pass over the partitions (``_map_chunks``), ``codes`` the
     uniform sample."""
 
+    def for_parameters(self):
+        return self  # every moment is exact (projected ones by a pass over the data)
+
     def _map_chunks(self, func, *args):
         dask = _dask()
         task = dask.delayed(_apply, pure=True)

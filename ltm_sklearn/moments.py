@@ -331,6 +331,11 @@ class MomentEstimator:
             self.codes[:, rows], self.n_states, self.sample_weight[rows], self.n_jobs
         )
 
+    def for_parameters(self):
+        """The moments the parameters are estimated from (all of them come from one set
+        of rows: see :class:`~ltm_sklearn._streaming.StatisticsMoments`)."""
+        return self
+
     def _map_chunks(self, func, *args):
         chunks = _chunks(self.n_samples, _effective_jobs(self.n_jobs))
         if len(chunks) == 1:
@@ -744,6 +749,9 @@ class KernelMoments:
     @property
     def n_samples(self):
         return self.X.shape[0]
+
+    def for_parameters(self):
+        return self
 
     def rows(self, rows):
         """The moments of some rows only (features reused)."""
