@@ -138,7 +138,16 @@ def main():
                 res = json.loads(lines[0][7:])
                 results.append(res)
                 print(res, flush=True)
-    (RESULTS / "bench_scale.json").write_text(json.dumps(results, indent=1))
+    # merged with earlier runs of other sizes or settings
+    path = RESULTS / "bench_scale.json"
+    old = json.loads(path.read_text()) if path.exists() else []
+    key = lambda r: (r["mode"], r["rows"], r["max_iter"])  # noqa: E731
+    done = {key(r) for r in results}
+    results = sorted(
+        results + [r for r in old if key(r) not in done],
+        key=lambda r: (r["rows"], r["max_iter"], r["mode"]),
+    )
+    path.write_text(json.dumps(results, indent=1))
     report(results)
 
 
