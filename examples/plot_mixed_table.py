@@ -4,7 +4,8 @@ One tree over numeric and categorical columns
 
 The German credit table (bundled, from the UCI repository) mixes 7 numeric columns
 (duration, amount, age, ...) with 13 categorical ones (account status, credit history,
-purpose, ...); the class (1 good, 2 bad credit risk) is kept apart. ``KernelLatentTree`` reads the column types from the pandas dtypes (or
+purpose, ...); the class (1 good, 2 bad credit risk) is kept apart.
+``KernelLatentTree`` reads the column types from the pandas dtypes (or
 ``categorical_features=``): numeric columns get bump-mixture leaves, categorical ones
 indicator leaves (papers/002 section 4: with indicator features the kernel algorithm is
 the discrete one), all in one tree. ``score_samples`` is the log of density x
