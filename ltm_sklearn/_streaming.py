@@ -140,20 +140,40 @@ class RowStatistics:
         self._sample(codes, w, keys)
 
     def _sample(self, codes, w, keys=None):
+        """Bottom-k sample by uniform keys: rows whose key is below the current k-th
+        smallest are appended, and the buffer is cut back to the ``sample_rows`` smallest
+        keys when it holds twice as many (amortised O(1) per row; :meth:`compact` before
+        use)."""
         n = codes.shape[1]
         if keys is None:
             keys = self.rng.random(n)
         order = np.arange(self.n_rows - n, self.n_rows)
+        keep = keys < self._threshold
+        if not keep.all():
+            codes, w, keys, order = codes[:, keep], w[keep], keys[keep], order[keep]
+        self._append(codes, w, keys, order)
+
+    _threshold = np.inf
+
+    def _append(self, codes, w, keys, order):
         self.sample_codes = np.concatenate([self.sample_codes, codes.astype(np.int32)], axis=1)
         self.sample_weight = np.concatenate([self.sample_weight, w])
         self.sample_keys = np.concatenate([self.sample_keys, keys])
         self.sample_order = np.concatenate([self.sample_order, order])
+        if self.sample_keys.size > 2 * max(self.sample_rows, 1):
+            self.compact()
+
+    def compact(self):
+        """Cut the sample back to its ``sample_rows`` smallest keys, in arrival order."""
         if self.sample_keys.size > self.sample_rows:
-            keep = np.sort(np.argpartition(self.sample_keys, self.sample_rows)[: self.sample_rows])
+            keep = np.argpartition(self.sample_keys, self.sample_rows)[: self.sample_rows]
+            keep = keep[np.argsort(self.sample_order[keep])]
             self.sample_codes = self.sample_codes[:, keep]
             self.sample_weight = self.sample_weight[keep]
             self.sample_keys = self.sample_keys[keep]
             self.sample_order = self.sample_order[keep]
+            self._threshold = self.sample_keys.max(initial=-np.inf)
+        return self
 
     def merge(self, other):
         """Add the statistics of ``other`` (same categories, in the same arrival order:
@@ -162,18 +182,9 @@ class RowStatistics:
         self.totals += other.totals
         self.n_rows += other.n_rows
         self.weight += other.weight
-        self.sample_codes = np.concatenate([self.sample_codes, other.sample_codes], axis=1)
-        self.sample_weight = np.concatenate([self.sample_weight, other.sample_weight])
-        self.sample_keys = np.concatenate([self.sample_keys, other.sample_keys])
-        self.sample_order = np.concatenate([self.sample_order, other.sample_order])
-        if self.sample_keys.size > self.sample_rows:
-            keep = np.argpartition(self.sample_keys, self.sample_rows)[: self.sample_rows]
-            keep = keep[np.argsort(self.sample_order[keep])]
-            self.sample_codes = self.sample_codes[:, keep]
-            self.sample_weight = self.sample_weight[keep]
-            self.sample_keys = self.sample_keys[keep]
-            self.sample_order = self.sample_order[keep]
-        return self
+        other.compact()
+        self._append(other.sample_codes, other.sample_weight, other.sample_keys, other.sample_order)
+        return self.compact()
 
     # ------------------------------------------------------------------ building
     def final_encoder(self, categories="auto", feature_names=None):
@@ -194,6 +205,7 @@ class RowStatistics:
     def moments(self, encoder, perms, n_jobs=None):
         """:class:`StatisticsMoments` in the codes of ``encoder``: exact pair and singleton
         tables, the sample's rows for everything else."""
+        self.compact()
         d = self.n_features
         n_states = encoder.n_states_
         sample = np.empty(self.sample_codes.shape, dtype=np.int32)
