@@ -213,9 +213,11 @@ def polish(
     continues on all rows from there: the expensive full-data E-steps start near the
     optimum. Returns what :func:`fit_em` returns for the full-data stage.
     """
+    if max_iter == 0:  # the start is kept: no need to merge the rows
+        return fit_em(tree, root_marginal, cpts, None, weights, max_iter=0)
     rng = check_random_state(random_state)
     rows = np.flatnonzero(weights > 0)
-    if max_iter > 0 and rows.size > 2 * STAGE_ROWS:
+    if rows.size > 2 * STAGE_ROWS:
         sub = np.sort(rng.choice(rows, STAGE_ROWS, replace=False))
         c, w = unique_rows(codes[:, sub], weights[sub])
         share = w.sum() / weights[rows].sum()
