@@ -487,11 +487,11 @@ class KernelLatentTree(BaseLatentTree):
         observed = ~np.isnan(X)
         if sample_weight is not None:
             observed &= (np.asarray(sample_weight) > 0)[:, None]
-        empty = np.flatnonzero(~observed.any(axis=0) & numeric)
+        empty = np.flatnonzero(~observed.any(axis=0))
         if empty.size:
             raise ValueError(
-                f"Columns {empty[:10].tolist()} have no observed value: a continuous column "
-                "without data has no density to estimate. Drop them."
+                f"Columns {empty[:10].tolist()} have no observed value: a column without "
+                "data has no distribution to estimate. Drop them."
             )
         self.center_, self.scale_ = _column_scales(X, sample_weight)
         self.center_[~numeric], self.scale_[~numeric] = 0.0, 1.0  # codes stay codes

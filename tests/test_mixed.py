@@ -82,6 +82,9 @@ def test_column_types_from_dtypes_and_overrides():
         KernelLatentTree(categorical_features=["a"]).fit(X.to_numpy(dtype=object))
     with pytest.raises(TypeError, match="'cat' is modelled as continuous.*'a'"):
         KernelLatentTree(categorical_features=None).fit(X)
+    empty = X.assign(obj=pd.Series([None] * len(X), dtype=object))
+    with pytest.raises(ValueError, match=r"Columns \[3\] have no observed value"):
+        KernelLatentTree().fit(empty)
 
 
 def _grid_mass(est, X_cat, numeric_cols, grid):
