@@ -1,6 +1,7 @@
 """KernelLatentTree and the kernel tree metric (papers/002 section 6).
 
-Four parts, each writing its own table under benchmarks/results/:
+Three parts, each writing its own table under benchmarks/results/ (real numeric and mixed
+tables: ``bench_continuous.py``):
 
 * ``fig1``  - papers/002 Fig. 1: average hop error of neighbor joining on the kernel metric
   (eq. (12), d = 2, 5, 8 singular values, 50 quantile landmarks per column) vs the Gaussian
@@ -11,15 +12,9 @@ Four parts, each writing its own table under benchmarks/results/:
   16-leaf balanced tree with d-state hidden nodes and Gaussian-mixture leaves, d = 2..5,
   100,000 training rows, 500 held-out rows, 20 trials; bump bandwidths chosen per column
   (the default) and half the median bandwidth. -> bench_kernel_fig2.md / .png
-* ``real``  - scikit-learn's breast-cancer and wine data (standardised, 5-fold CV):
-  held-out log-density of KernelLatentTree vs a Chow-Liu Gaussian tree, a full-covariance
-  Gaussian, a Gaussian mixture (BIC) and KernelDensity (hyperparameters by inner 3-fold
-  grid search), class accuracy vs GaussianNB, and conditional means of one column given
-  random evidence sets (the paper's crime-prediction task) vs the Gaussian conditional
-  mean. -> bench_kernel_real.md
 * ``speed`` - fit and scoring time of 100,000 rows x 64 columns. -> bench_kernel_speed.md
 
-    python benchmarks/bench_kernel.py [--part fig1|fig2|real|speed|all] [--quick]
+    python benchmarks/bench_kernel.py [--part fig1|fig2|speed|all] [--quick]
 """
 
 from __future__ import annotations
@@ -29,7 +24,7 @@ import argparse
 import numpy as np
 from _common import RESULTS, machine, markdown_table, save, timed
 
-from ltm_sklearn import KernelLatentTree, LatentTreeClassifier
+from ltm_sklearn import KernelLatentTree
 from ltm_sklearn.datasets import (
     GaussianLeafTreeModel,
     balanced_binary_tree,
@@ -181,163 +176,6 @@ def fig2(quick=False):
         fig.savefig(RESULTS / f"bench_kernel_fig2{suffix}.png", dpi=100)
 
 
-# ---------------------------------------------------------------------- real data
-class ChowLiuGaussianTree:
-    """Gaussian tree baseline: maximum-|correlation| spanning tree, Gaussian conditionals."""
-
-    def fit(self, X):
-        from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
-
-        self.mean_ = X.mean(axis=0)
-        self.cov_ = np.cov(X, rowvar=False)
-        sd = np.sqrt(np.diag(self.cov_))
-        corr = self.cov_ / np.outer(sd, sd)
-        weight = -np.log(np.clip(np.abs(corr), 1e-12, 1 - 1e-12))  # small = strong
-        np.fill_diagonal(weight, 0)
-        mst = minimum_spanning_tree(weight + 1e-12).toarray()
-        order, parent = breadth_first_order(mst + mst.T, 0, directed=False)
-        self.order_, self.parent_ = order, parent
-        return self
-
-    def score_samples(self, X):
-        mu, C = self.mean_, self.cov_
-        r = self.order_[0]
-        out = -0.5 * ((X[:, r] - mu[r]) ** 2 / C[r, r] + np.log(2 * np.pi * C[r, r]))
-        for u in self.order_[1:]:
-            p = self.parent_[u]
-            beta = C[u, p] / C[p, p]
-            var = C[u, u] - beta * C[u, p]
-            resid = X[:, u] - mu[u] - beta * (X[:, p] - mu[p])
-            out += -0.5 * (resid**2 / var + np.log(2 * np.pi * var))
-        return out
-
-    def score(self, X):
-        return float(np.mean(self.score_samples(X)))
-
-
-def _gaussian_conditional_mean(mean, cov, X, target):
-    out = np.empty(X.shape[0])
-    for i, row in enumerate(X):
-        ev = np.flatnonzero(~np.isnan(row))
-        ev = ev[ev != target]
-        w = np.linalg.solve(cov[np.ix_(ev, ev)], cov[ev, target])
-        out[i] = mean[target] + w @ (row[ev] - mean[ev])
-    return out
-
-
-def real(quick=False):
-    from scipy.stats import multivariate_normal
-    from sklearn.datasets import load_breast_cancer, load_wine
-    from sklearn.mixture import GaussianMixture
-    from sklearn.model_selection import GridSearchCV, StratifiedKFold
-    from sklearn.naive_bayes import GaussianNB
-    from sklearn.neighbors import KernelDensity
-    from sklearn.preprocessing import StandardScaler
-
-    tables = [
-        ("breast cancer (569 x 30)", load_breast_cancer, "mean concave points"),
-        ("wine (178 x 13)", load_wine, "alcohol"),
-    ]
-    grid = {"n_hidden_states": [1, 2, 4] if quick else [1, 2, 4, 8]}
-    ll, acc, mae, chosen = {}, {}, {}, {}
-    rng = np.random.default_rng(0)
-    for label, loader, target_name in tables:
-        data = loader()
-        X, y, names = data.data, data.target, list(data.feature_names)
-        target = names.index(target_name)
-        folds = StratifiedKFold(3 if quick else 5, shuffle=True, random_state=0)
-        for tr, te in folds.split(X, y):
-            scaler = StandardScaler().fit(X[tr])
-            A, B = scaler.transform(X[tr]), scaler.transform(X[te])
-            search = GridSearchCV(KernelLatentTree(random_state=0), grid, cv=3).fit(A)
-            best = search.best_estimator_
-            chosen.setdefault(label, []).append(search.best_params_["n_hidden_states"])
-            ll.setdefault((label, "KernelLatentTree (k' by grid)"), []).append(best.score(B))
-            kde = GridSearchCV(KernelDensity(), {"bandwidth": np.geomspace(0.1, 2.0, 12)}, cv=3)
-            kde.fit(A)
-            ll.setdefault((label, "KernelDensity (grid)"), []).append(
-                kde.best_estimator_.score(B) / len(B)
-            )
-            ll.setdefault((label, "Chow-Liu Gaussian tree"), []).append(
-                ChowLiuGaussianTree().fit(A).score(B)
-            )
-            mean, cov = A.mean(axis=0), np.cov(A, rowvar=False) + 1e-6 * np.eye(A.shape[1])
-            ll.setdefault((label, "full Gaussian"), []).append(
-                multivariate_normal(mean, cov).logpdf(B).mean()
-            )
-            mixtures = [
-                GaussianMixture(c, reg_covar=1e-4, random_state=0).fit(A) for c in range(1, 6)
-            ]
-            gmm = min(mixtures, key=lambda m: m.bic(A))
-            ll.setdefault((label, "Gaussian mixture (BIC)"), []).append(gmm.score(B))
-            # classification by per-class likelihoods
-            k = search.best_params_["n_hidden_states"]
-            clf = LatentTreeClassifier(KernelLatentTree(k, random_state=0), shared_tree=True)
-            clf.fit(A, y[tr])
-            acc.setdefault((label, "KernelLatentTree"), []).append(
-                float(np.mean(clf.predict(B) == y[te]))
-            )
-            acc.setdefault((label, "GaussianNB"), []).append(
-                GaussianNB().fit(A, y[tr]).score(B, y[te])
-            )
-            # conditional mean of one column given random evidence sets
-            others = [j for j in range(A.shape[1]) if j != target]
-            for size in (5, 10):
-                Q = np.full_like(B, np.nan)
-                for i in range(len(B)):
-                    ev = rng.choice(others, size=min(size, len(others)), replace=False)
-                    Q[i, ev] = B[i, ev]
-                truth = B[:, target]
-                err_k = np.abs(best.conditional_mean(Q, target) - truth).mean()
-                err_g = np.abs(_gaussian_conditional_mean(mean, cov, Q, target) - truth).mean()
-                mae.setdefault((label, size, "KernelLatentTree"), []).append(err_k)
-                mae.setdefault((label, size, "Gaussian"), []).append(err_g)
-                mae.setdefault((label, size, "marginal mean"), []).append(
-                    np.abs(truth - mean[target]).mean()
-                )
-            print(label, chosen[label][-1], {k: round(v[-1], 3) for k, v in ll.items()}, flush=True)
-    labels = [t[0] for t in tables]
-    models = sorted({m for _, m in ll}, key=lambda m: (not m.startswith("Kernel"), m))
-    ll_table = markdown_table(
-        ["model", *labels],
-        [
-            [m] + [f"{np.mean(ll[(t, m)]):.2f} +- {np.std(ll[(t, m)]):.2f}" for t in labels]
-            for m in models
-        ],
-    )
-    classifiers = ["KernelLatentTree", "GaussianNB"]
-    acc_table = markdown_table(
-        ["classifier", *labels],
-        [[c] + [f"{np.mean(acc[(t, c)]):.3f}" for t in labels] for c in classifiers],
-    )
-    methods = ["KernelLatentTree", "Gaussian", "marginal mean"]
-    mae_rows = []
-    for t, target_name in ((t[0], t[2]) for t in tables):
-        for size in (5, 10):
-            mae_rows.append(
-                [f"{t}: {target_name}", size]
-                + [f"{np.mean(mae[(t, size, m)]):.3f}" for m in methods]
-            )
-    mae_table = markdown_table(["table: column", "evidence columns", *methods], mae_rows)
-    picks = "; ".join(f"{t}: {chosen[t]}" for t in labels)
-    suffix = "_quick" if quick else ""
-    save(
-        f"bench_kernel_real{suffix}",
-        f"# bench_kernel: real numeric tables\n\nMachine: {machine()}. scikit-learn's "
-        "`load_breast_cancer` and `load_wine`, standardised on each training fold, "
-        "stratified 5-fold CV. KernelLatentTree with its defaults (explicit model, bump "
-        "bandwidths chosen per column by held-out likelihood), n_hidden_states by inner "
-        f"3-fold grid search (chosen per fold: {picks}); KernelDensity over 12 bandwidths "
-        "in [0.1, 2]; Gaussian mixture with full covariances, 1-5 components by BIC.\n\n"
-        f"## Held-out log-density (nats per row, standardised units)\n\n{ll_table}\n\n"
-        "## Classification accuracy by per-class likelihoods (shared tree)\n\n"
-        f"{acc_table}\n\n"
-        "## Conditional mean of one column given random evidence sets\n\n"
-        "Mean absolute error in standard deviations, the other columns missing; Gaussian = "
-        f"conditional mean of the full-covariance Gaussian.\n\n{mae_table}",
-    )
-
-
 # ---------------------------------------------------------------------- speed
 def speed(quick=False):
     n = 20_000 if quick else 100_000
@@ -377,7 +215,7 @@ def _gaussian_case(n):
     return truth.tree, truth.sample(n, random_state=1)
 
 
-PARTS = {"fig1": fig1, "fig2": fig2, "real": real, "speed": speed}
+PARTS = {"fig1": fig1, "fig2": fig2, "speed": speed}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
