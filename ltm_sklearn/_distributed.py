@@ -21,13 +21,16 @@ Dask is an optional dependency (``pip install "ltm-sklearn[dask]"``).
 
 from __future__ import annotations
 
+import copy
+import hashlib
+
 import numpy as np
 from sklearn.utils import check_random_state
 
 from ._em import unique_rows
 from ._inference import CodeEvidence, expected_counts
 from ._streaming import RowStatistics, StatisticsMoments
-from .moments import _add, _key
+from .moments import MomentEstimator, _add, _key
 
 __all__ = ["dask_moments", "DaskMoments"]
 
@@ -67,22 +70,23 @@ def _tree_reduce(parts, combine):
 
 def _values(block, d):
     """The category values of every column of a block (a RowStatistics that only
-    encodes)."""
+    encodes), and its number of rows."""
     stats = RowStatistics(d, sample_rows=0)
     stats.encode(block)
-    return stats.values
+    return stats.values, [len(block)]
 
 
-def _union(lists):
-    out = RowStatistics(len(lists[0]), sample_rows=0)
-    for values in lists:
+def _union(parts):
+    out = RowStatistics(len(parts[0][0]), sample_rows=0)
+    lengths = [n for _, ns in parts for n in ns]
+    for values, _ in parts:
         for j, vals in enumerate(values):
             for v in vals:
                 k = _key(v, j)
                 if k not in out.lookup[j]:
                     out.lookup[j][k] = len(out.values[j])
                     out.values[j].append(v)
-    return out.values
+    return out.values, lengths
 
 
 def _block_statistics(block, values, sample_rows, seed, offset):
@@ -125,6 +129,13 @@ def _expected_totals(block, encoder, tree, root, tables):
     return float(w @ ll), rc, ec
 
 
+def _request_key(request):
+    variables, projections = request
+    return (tuple(int(v) for v in variables),) + tuple(
+        (B.shape, hashlib.sha1(np.ascontiguousarray(B).tobytes()).hexdigest()) for B in projections
+    )
+
+
 def _sum_totals(parts):
     value = sum(p[0] for p in parts)
     rc = sum(p[1] for p in parts)
@@ -135,10 +146,53 @@ def _sum_totals(parts):
 class DaskMoments(StatisticsMoments):
     """Moments of a Dask collection: pair and singleton tables from the merged statistics,
     every other moment by a pass over the partitions (``_map_chunks``), ``codes`` the
-    uniform sample."""
+    uniform sample.
+
+    An estimator's explicit recovery asks for projected moments node by node, each
+    request a pass over the data. :meth:`prefetch` runs the recovery once on the sample
+    to learn the requests (their projections come from the exact pair tables, so they are
+    the ones the real run makes), computes them all in one pass, and serves the real run
+    from that cache (a request it did not foresee costs one more pass).
+    """
+
+    _recording = None
 
     def for_parameters(self):
         return self  # every moment is exact (projected ones by a pass over the data)
+
+    def projected(self, requests):
+        keys = [_request_key(r) for r in requests]
+        if self._recording is not None:
+            self._recording.update(zip(keys, requests))
+            sample = MomentEstimator(self.codes, self.n_states, self.sample_weight)
+            return sample.projected(requests)
+        cache = self.__dict__.setdefault("_cache", {})
+        todo = {k: r for k, r in zip(keys, requests) if k not in cache}
+        if todo:
+            cache.update(zip(todo, super().projected(list(todo.values()))))
+        return [cache[k] for k in keys]
+
+    def sample_moments(self):
+        """Moments of the uniform sample alone (for moments asked one after another, like
+        the quartet tests of structure learning)."""
+        moments = MomentEstimator(self.codes, self.n_states, self.sample_weight)
+        moments._pairs, moments._singletons = self._pairs, self._singletons
+        return moments
+
+    def prefetch(self, run, rng):
+        """Call ``run(copy of rng)`` recording its projected-moment requests, then compute
+        them in one pass over the data."""
+        self._recording = {}
+        try:
+            run(copy.deepcopy(rng))
+            requests = self._recording
+        finally:
+            self._recording = None
+        todo = {k: r for k, r in requests.items() if k not in self.__dict__.get("_cache", {})}
+        if todo:
+            self.__dict__.setdefault("_cache", {}).update(
+                zip(todo, super().projected(list(todo.values())))
+            )
 
     def _map_chunks(self, func, *args):
         dask = _dask()
@@ -188,7 +242,7 @@ def dask_moments(estimator, X):
     estimator.n_features_in_ = d
     # pass 1: the categories
     task = dask.delayed(_values, pure=True)
-    (values,) = dask.compute(_tree_reduce([task(b, d) for b in blocks], _union))
+    ((values, lengths),) = dask.compute(_tree_reduce([task(b, d) for b in blocks], _union))
     stats = _seeded(values, 0, 0)
     given = estimator.categories
     if isinstance(given, str):
@@ -196,7 +250,6 @@ def dask_moments(estimator, X):
     encoder, perms = stats.final_encoder(given, names)
     final = [list(c) for c in encoder.categories_]
     # pass 2: pair statistics and the sample, in the final codes
-    lengths = dask.compute(*[dask.delayed(len)(b) for b in blocks])
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     rng = check_random_state(estimator.random_state)
     seeds = rng.randint(2**31 - 1, size=len(blocks))

@@ -123,6 +123,9 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         return None, "quartet"
 
     def _build_tree(self, moments, method):
+        # distributed data: the quartet tests (one fourth-order moment each, asked one
+        # after another) read the uniform sample, not the whole data
+        moments = moments.sample_moments() if hasattr(moments, "sample_moments") else moments
         tree, info = learn_tree_quartets(
             moments, self.n_hidden_states, n_representatives=self.n_representatives
         )
