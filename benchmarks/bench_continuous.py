@@ -420,6 +420,11 @@ def run_classification(name, quick=False):
 
 
 # ---------------------------------------------------------------------- report
+def _ours_first(models):
+    """Model names, KernelLatentTree's settings first."""
+    return sorted(models, key=lambda m: (not m.startswith("Kernel"), m))
+
+
 def _fmt(values):
     return f"{np.mean(values):.2f} +- {np.std(values):.2f}"
 
@@ -438,10 +443,7 @@ def report(results, quick=False):
     for label, tables in (("Numeric tables", numeric), ("Mixed tables", mixed)):
         if not tables:
             continue
-        models = sorted(
-            {m for t in tables for m in results[t]["ll"]},
-            key=lambda m: (not m.startswith("Kernel"), m),
-        )
+        models = _ours_first({m for t in tables for m in results[t]["ll"]})
         parts.append(
             f"## {label}: held-out log-likelihood per row\n\n"
             + markdown_table(
@@ -463,10 +465,7 @@ def report(results, quick=False):
                 ],
             )
         )
-        clfs = sorted(
-            {m for t in tables for m in results[t]["acc"]},
-            key=lambda m: (not m.startswith("Kernel"), m),
-        )
+        clfs = _ours_first({m for t in tables for m in results[t]["acc"]})
         parts.append(
             f"## {label}: classification by per-class likelihoods (accuracy / log-loss)\n\n"
             + markdown_table(
@@ -486,10 +485,7 @@ def report(results, quick=False):
         )
     cv = [t for t in results if "classification" in results[t]]
     if cv:
-        clfs = sorted(
-            {m for t in cv for m in results[t]["classification"]["acc"]},
-            key=lambda m: (not m.startswith("Kernel"), m),
-        )
+        clfs = _ours_first({m for t in cv for m in results[t]["classification"]["acc"]})
         parts.append(
             "## Classification with k' chosen for classification (accuracy / log-loss)\n\n"
             "KernelLatentTree in LatentTreeClassifier (one tree shared by the classes), "
