@@ -35,6 +35,7 @@ from .moments import (
     _MAX_GRAM_WIDTH,
     CategoricalEncoder,
     MomentEstimator,
+    _columns,
     _factorize,
     _gram_sums,
     _is_missing,
@@ -84,11 +85,7 @@ class RowStatistics:
     def encode(self, X):
         """Arrival codes ``(n_features, n_rows)`` of a batch (``-1`` missing); new
         categories are appended to their column's list."""
-        columns = (
-            [X.iloc[:, j].to_numpy(dtype=object) for j in range(X.shape[1])]
-            if isinstance(X, pd.DataFrame)
-            else [X[:, j] for j in range(X.shape[1])]
-        )
+        columns = _columns(X)
         codes = np.empty((self.n_features, len(columns[0]) if columns else 0), dtype=np.int32)
         for j, col in enumerate(columns):
             inverse, uniques = _factorize(col, j)

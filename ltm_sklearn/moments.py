@@ -262,8 +262,20 @@ def declared_categories(X):
 
 
 def _columns(X):
+    """The columns of ``X`` as 1-D arrays: NumPy columns of a frame keep their dtype (no
+    conversion of millions of numbers to Python objects), the others become objects."""
     if isinstance(X, pd.DataFrame):
-        return [X.iloc[:, j].to_numpy(dtype=object) for j in range(X.shape[1])]
+        columns = []
+        for j in range(X.shape[1]):
+            col = X.iloc[:, j]
+            if isinstance(col.dtype, np.dtype) and col.dtype.kind in "biuf":
+                col = col.to_numpy()
+                if col.dtype.kind == "f" and np.isinf(col).any():
+                    raise ValueError("X holds infinite values; categories must be finite.")
+                columns.append(col)
+            else:
+                columns.append(col.to_numpy(dtype=object))
+        return columns
     arr = np.asarray(X, dtype=object) if not isinstance(X, np.ndarray) else X
     if arr.ndim != 2:
         raise ValueError(f"Expected a 2D array, got {arr.ndim}D.")
