@@ -89,9 +89,11 @@ def _union(parts):
     return out.values, lengths
 
 
-def _block_statistics(block, values, sample_rows, seed, offset):
-    """Statistics of one block, encoded with the final category lists ``values``."""
+def _block_statistics(block, values, sample_rows, seed, offset, key_limit):
+    """Statistics of one block, encoded with the final category lists ``values``; only
+    rows whose sampling key is below ``key_limit`` are candidates for the sample."""
     stats = _seeded(values, sample_rows, seed)
+    stats._threshold = key_limit
     codes = stats.encode(block)
     stats.n_rows = offset  # row numbers of the sample continue the global order
     n = codes.shape[1]
@@ -253,9 +255,14 @@ def dask_moments(estimator, X):
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     rng = check_random_state(estimator.random_state)
     seeds = rng.randint(2**31 - 1, size=len(blocks))
+    # keys are uniform: about 1.5 x the sample's rows have a key below this limit (the
+    # sample, the bottom-k of them, is all but surely among them), so the partitions ship
+    # only those
+    sample_rows = _streaming.SAMPLE_ROWS
+    key_limit = min(1.0, 1.5 * sample_rows / max(int(offsets[-1]), 1))
     task = dask.delayed(_block_statistics, pure=True)
     parts = [
-        task(b, final, _streaming.SAMPLE_ROWS, int(s), int(o))
+        task(b, final, sample_rows, int(s), int(o), key_limit)
         for b, s, o in zip(blocks, seeds, offsets)
     ]
     (merged,) = dask.compute(_tree_reduce(parts, _merge))
