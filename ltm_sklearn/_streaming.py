@@ -153,15 +153,31 @@ class RowStatistics:
     _threshold = np.inf
 
     def _append(self, codes, w, keys, order):
-        self.sample_codes = np.concatenate([self.sample_codes, codes.astype(np.int32)], axis=1)
-        self.sample_weight = np.concatenate([self.sample_weight, w])
-        self.sample_keys = np.concatenate([self.sample_keys, keys])
-        self.sample_order = np.concatenate([self.sample_order, order])
-        if self.sample_keys.size > 2 * max(self.sample_rows, 1):
+        """Queue rows for the sample (concatenated only when the buffer is cut back or
+        read: appending to one growing array would copy it for every batch)."""
+        self._pending.append((codes.astype(np.int32), w, keys, order))
+        self._n_pending += keys.size
+        if self.sample_keys.size + self._n_pending > 2 * max(self.sample_rows, 1):
             self.compact()
 
+    _n_pending = 0
+
+    @property
+    def _pending(self):
+        return self.__dict__.setdefault("_pending_rows", [])
+
     def compact(self):
-        """Cut the sample back to its ``sample_rows`` smallest keys, in arrival order."""
+        """Gather the queued rows and cut the sample back to its ``sample_rows`` smallest
+        keys, in arrival order."""
+        if self._pending:
+            parts = [(self.sample_codes, self.sample_weight, self.sample_keys, self.sample_order)]
+            parts += self._pending
+            self.sample_codes = np.concatenate([p[0] for p in parts], axis=1)
+            self.sample_weight = np.concatenate([p[1] for p in parts])
+            self.sample_keys = np.concatenate([p[2] for p in parts])
+            self.sample_order = np.concatenate([p[3] for p in parts])
+            self._pending.clear()
+            self._n_pending = 0
         if self.sample_keys.size > self.sample_rows:
             keep = np.argpartition(self.sample_keys, self.sample_rows)[: self.sample_rows]
             keep = keep[np.argsort(self.sample_order[keep])]
