@@ -217,7 +217,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             return LatentTree.star(d)
         if method == "chow_liu":
             return chow_liu(mutual_information(moments))
-        if method == "quartet":  # distributed data: the tests read the sample (see above)
+        if method == "quartet":  # on Dask the tests, asked one after another, read the sample
             sample = moments.sample_moments() if hasattr(moments, "sample_moments") else moments
             return learn_tree_quartets(sample, self.n_hidden_states)[0]
         D = spectral_distance(moments, self.n_hidden_states)
@@ -322,7 +322,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         -------
         self
         """
-        for name in ("_stream", "_stream_stale"):  # a new fit forgets any stream
+        for name in ("_stream", "_stream_stale", "n_samples_seen_"):  # forget any stream
             self.__dict__.pop(name, None)
         if is_dask_collection(X):
             if sample_weight is not None:
@@ -372,9 +372,11 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         (:mod:`ltm_sklearn._streaming`); the model is rebuilt from them - tree, moment
         estimate, EM on the sample - when it is first used after a call, so a stream of
         batches costs about one fit. While at most ``SAMPLE_ROWS`` rows have been seen the
-        model equals ``fit`` on the concatenated batches. Categories may first appear in
-        any batch (the encoding grows; earlier counts are kept); with ``categories`` given
-        or pandas-declared, a value outside them is an error as in ``fit``.
+        model equals ``fit`` on the concatenated batches; beyond, the tree still comes
+        from the exact pair tables of every row and the parameters from the sample.
+        Categories may first appear in any batch (the encoding grows; earlier counts are
+        kept); with ``categories`` given or pandas-declared, a value outside them is an
+        error as in ``fit``.
 
         Parameters
         ----------
