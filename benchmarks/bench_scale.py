@@ -173,7 +173,7 @@ def report(results):
                 + (f" (+{r['read_seconds']:.1f} read)" if "read_seconds" in r else ""),
                 f"{r['rows_per_s'] / r['cores']:,.0f} ({r['cores']})",
                 f"{r['client_peak_mb']:.0f}",
-                f"{r.get('worker_peak_mb', float('nan')):.0f}",
+                f"{r['worker_peak_mb']:.0f}" if "worker_peak_mb" in r else "-",
                 f"{r['truth'] - r['heldout']:.4f}",
             ]
         )
@@ -190,6 +190,7 @@ def report(results):
         ],
         rows,
     )
+    _plot(results)
     projection = ""
     dask_runs = [r for r in results if r["mode"] == "dask"]
     if dask_runs:
@@ -219,6 +220,39 @@ def report(results):
         "fit). Rows/s per core: of the fit alone. Gap: true minus fitted held-out "
         f"log-likelihood on 20,000 rows.\n\n{table}{projection}",
     )
+
+
+def _plot(results):
+    """Rows per second per core and peak memory of every path, per size and estimator."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    modes = ["memory", "partial_fit", "dask"]
+    groups = sorted({(r["rows"], r["max_iter"]) for r in results})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    width = 0.8 / len(modes)
+    for i, mode in enumerate(modes):
+        got = {(r["rows"], r["max_iter"]): r for r in results if r["mode"] == mode}
+        speed = [got[g]["rows_per_s"] / got[g]["cores"] if g in got else 0 for g in groups]
+        memory = [
+            max(got[g]["client_peak_mb"], got[g].get("worker_peak_mb", 0)) if g in got else 0
+            for g in groups
+        ]
+        x = np.arange(len(groups)) + i * width
+        axes[0].bar(x, speed, width, label=mode)
+        axes[1].bar(x, memory, width, label=mode)
+    labels = [f"{n:.0e}\n{'moments' if m == 0 else 'EM'}" for n, m in groups]
+    for ax, title in zip(axes, ["rows / s per core", "peak MB (largest process)"]):
+        ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, labels)
+        ax.set_title(title)
+        ax.set_yscale("log")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(RESULTS / "bench_scale.png", dpi=120)
 
 
 if __name__ == "__main__":
