@@ -30,7 +30,9 @@ autosummary_generate = True
 autodoc_default_options = {
     "members": True,
     "inherited-members": "BaseEstimator,DensityMixin,ClassifierMixin,MetaEstimatorMixin",
-    "exclude-members": "set_fit_request,set_score_request,get_metadata_routing",
+    "exclude-members": (
+        "set_fit_request,set_partial_fit_request,set_score_request,get_metadata_routing"
+    ),
 }
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
