@@ -413,7 +413,7 @@ class KernelLatentTree(BaseLatentTree):
                 out[~missing, t] = np.asarray(col[~missing], dtype=float)
             except (TypeError, ValueError) as exc:
                 name = str(names[j]) if names is not None else int(j)
-                bad = next(v for v in col[~missing] if not _is_number(v))
+                bad = next((v for v in col[~missing] if not _converts(v)), exc)
                 raise TypeError(
                     f"{type(self).__name__}: column {name!r} is modelled as continuous but "
                     f"holds {bad!r}, which is not a number ({exc}). Declare categorical "
@@ -854,6 +854,14 @@ def _is_number(v):
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
         v, (bool, np.bool_)
     )
+
+
+def _converts(value):
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _holds_labels(column):
