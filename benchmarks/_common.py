@@ -6,8 +6,6 @@ import platform
 import time
 from pathlib import Path
 
-from ltm_sklearn.metrics import relative_joint_error  # noqa: F401
-
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -76,9 +74,9 @@ def raw_spectral_fit(X, k, tree=None, method="nj", fit_raw=None):
     import numpy as np
 
     from ltm_sklearn import LatentTree
-    from ltm_sklearn._spectral import fit_spectral, spectral_log_abs
-    from ltm_sklearn.moments import CategoricalEncoder, MomentEstimator
-    from ltm_sklearn.structure import learn_tree, spectral_distance
+    from ltm_sklearn._algorithms.spectral import fit_spectral, spectral_log_abs
+    from ltm_sklearn._algorithms.structure import learn_tree, spectral_distance
+    from ltm_sklearn._engine.moments import CategoricalEncoder, MomentEstimator
 
     t0 = time.perf_counter()
     enc = CategoricalEncoder()

@@ -37,9 +37,9 @@ from _common import (
 )
 
 from ltm_sklearn import LatentTree, LatentTreeEM, SpectralLatentTree
+from ltm_sklearn._algorithms.structure import chow_liu_tree
+from ltm_sklearn._engine.moments import CategoricalEncoder, MomentEstimator
 from ltm_sklearn.datasets import LatentTreeModel, broad_tree, deep_tree
-from ltm_sklearn.moments import CategoricalEncoder, MomentEstimator
-from ltm_sklearn.structure import chow_liu_tree
 
 TOPOLOGIES = {
     "broad4": broad_tree(2),

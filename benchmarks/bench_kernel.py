@@ -25,6 +25,13 @@ import numpy as np
 from _common import RESULTS, machine, markdown_table, save, timed
 
 from ltm_sklearn import KernelLatentTree
+from ltm_sklearn._algorithms.structure import (
+    gaussian_distance,
+    kernel_distance,
+    neighbor_joining,
+    nonparanormal_distance,
+)
+from ltm_sklearn._engine.moments import rbf_features
 from ltm_sklearn.datasets import (
     GaussianLeafTreeModel,
     balanced_binary_tree,
@@ -33,13 +40,6 @@ from ltm_sklearn.datasets import (
     sample_sign_flip_tree,
 )
 from ltm_sklearn.metrics import hop_error, robinson_foulds
-from ltm_sklearn.moments import rbf_features
-from ltm_sklearn.structure import (
-    gaussian_distance,
-    kernel_distance,
-    neighbor_joining,
-    nonparanormal_distance,
-)
 
 TREES = {
     "balanced": lambda d, s: balanced_binary_tree(d),

@@ -30,15 +30,15 @@ from _common import machine, markdown_table, save
 from sklearn.exceptions import ConvergenceWarning
 
 from ltm_sklearn import HierarchicalTensorLTM, LatentTree, LatentTreeEM, SpectralLatentTree
-from ltm_sklearn._spectral import fit_spectral
+from ltm_sklearn._algorithms.spectral import fit_spectral
+from ltm_sklearn._algorithms.structure import learn_tree, spectral_distance
+from ltm_sklearn._engine.moments import CategoricalEncoder, MomentEstimator
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,
     hmm_chain,
     random_binary_tree,
 )
-from ltm_sklearn.moments import CategoricalEncoder, MomentEstimator
-from ltm_sklearn.structure import learn_tree, spectral_distance
 
 warnings.simplefilter("ignore", ConvergenceWarning)
 

@@ -37,8 +37,8 @@ from _common import (
 )
 
 from ltm_sklearn import LatentTreeEM
-from ltm_sklearn._hierarchical import fit_hierarchical
-from ltm_sklearn._spectral import fit_spectral
+from ltm_sklearn._algorithms.hierarchical import fit_hierarchical
+from ltm_sklearn._algorithms.spectral import fit_spectral
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,

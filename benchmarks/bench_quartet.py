@@ -21,17 +21,17 @@ import itertools
 import numpy as np
 from _common import machine, markdown_table, save, timed
 
-from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_binary_tree
-from ltm_sklearn.metrics import robinson_foulds
-from ltm_sklearn.moments import MomentEstimator
-from ltm_sklearn.structure import (
+from ltm_sklearn._algorithms.structure import (
     learn_tree,
     learn_tree_quartets,
     quartet_tables,
     quartet_test,
     spectral_distance,
 )
-from ltm_sklearn.tree import LatentTree
+from ltm_sklearn._engine.moments import MomentEstimator
+from ltm_sklearn._engine.tree import LatentTree
+from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_binary_tree
+from ltm_sklearn.metrics import robinson_foulds
 
 QUARTET = LatentTree([(0, 4), (1, 4), (4, 5), (2, 5), (3, 5)], 4, root=4)
 

@@ -47,8 +47,8 @@ from ltm_sklearn import (
     QuartetTreeLearner,
     SpectralLatentTree,
 )
+from ltm_sklearn._engine.moments import CategoricalEncoder
 from ltm_sklearn.datasets import load_table
-from ltm_sklearn.moments import CategoricalEncoder
 
 TABLES = [
     "breast",

@@ -30,9 +30,9 @@ from _common import machine, markdown_table, save, timed
 from scipy.sparse.csgraph import shortest_path
 
 from ltm_sklearn import SpectralLatentTree
+from ltm_sklearn._algorithms.structure import neighbor_joining
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_binary_tree
 from ltm_sklearn.metrics import robinson_foulds
-from ltm_sklearn.structure import neighbor_joining
 
 METHODS = ["nj", "me", "rg", "clrg", "clnj"]
 
@@ -167,8 +167,8 @@ PHYLO_METHODS = ["nj", "clnj", "me", "FastTree", "IQ-TREE"]
 
 
 def phylo_case(label, make, n_rows, n_models, methods):
-    from ltm_sklearn.moments import MomentEstimator
-    from ltm_sklearn.structure import learn_tree, spectral_distance
+    from ltm_sklearn._algorithms.structure import learn_tree, spectral_distance
+    from ltm_sklearn._engine.moments import MomentEstimator
 
     res = {m: {"rf": [], "t": []} for m in methods}
     for seed in range(n_models):

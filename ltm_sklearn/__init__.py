@@ -1,12 +1,12 @@
 """ltm_sklearn: scikit-learn compatible estimators for latent tree graphical models."""
 
-from ._classifier import LatentTreeClassifier
-from ._em import LatentTreeEM
-from ._hierarchical import HierarchicalTensorLTM
-from ._kernel import KernelLatentTree
-from ._quartet import QuartetTreeLearner
-from ._spectral import SpectralLatentTree
-from .tree import LatentTree
+from ._engine.tree import LatentTree
+from ._estimators.classifier import LatentTreeClassifier
+from ._estimators.em import LatentTreeEM
+from ._estimators.hierarchical import HierarchicalTensorLTM
+from ._estimators.kernel import KernelLatentTree
+from ._estimators.quartet import QuartetTreeLearner
+from ._estimators.spectral import SpectralLatentTree
 
 __all__ = [
     "HierarchicalTensorLTM",

@@ -23,8 +23,14 @@ import itertools
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._inference import MISSING, CodeEvidence, DenseEvidence, log_likelihood
-from .tree import LatentTree
+from ._engine.inference import (
+    MISSING,
+    CodeEvidence,
+    DenseEvidence,
+    log_likelihood,
+    sample_states,
+)
+from ._engine.tree import LatentTree
 
 __all__ = [
     "LatentTreeModel",
@@ -217,13 +223,8 @@ class LatentTreeModel:
         ``return_hidden=True`` also the states of all nodes, ``(n_samples, n_nodes)``.
         """
         rng = check_random_state(random_state)
-        t = self.tree
-        states = np.empty((t.n_nodes, n_samples), dtype=np.int64)
-        states[t.root] = _draw(np.cumsum(self.root_marginal)[None, :], rng, n_samples)
-        for u in t.preorder[1:]:
-            cum = np.cumsum(self.cpts[u], axis=1)[states[t.parent[u]]]
-            states[u] = _draw(cum, rng, n_samples)
-        X = states[: t.n_observed].T.copy()
+        states = sample_states(self.tree, self.root_marginal, self.cpts, n_samples, rng)
+        X = states[: self.tree.n_observed].T.copy()
         return (X, states.T.copy()) if return_hidden else X
 
     def _codes(self, X):
@@ -363,12 +364,6 @@ class GaussianLeafTreeModel:
             offset += top
         m = self.model
         return log_likelihood(m.tree, m.root_marginal, m.cpts, DenseEvidence(evidence)) + offset
-
-
-def _draw(cum, rng, n):
-    u = rng.random_sample(n)[:, None]
-    out = (u > cum).sum(axis=1)
-    return np.minimum(out, cum.shape[1] - 1)
 
 
 # ---------------------------------------------------------------------- bundled tables

@@ -8,8 +8,8 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from ltm_sklearn import LatentTree, LatentTreeEM
-from ltm_sklearn._em import fit_em, log_prior, m_step, random_cpts, unique_rows
-from ltm_sklearn._inference import (
+from ltm_sklearn._algorithms.em import fit_em, log_prior, m_step, random_cpts, unique_rows
+from ltm_sklearn._engine.inference import (
     CodeEvidence,
     expected_counts,
     hidden_posteriors,

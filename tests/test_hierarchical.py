@@ -5,13 +5,15 @@ import pytest
 from sklearn.model_selection import GridSearchCV
 
 from ltm_sklearn import HierarchicalTensorLTM, LatentTreeClassifier, SpectralLatentTree
-from ltm_sklearn._hierarchical import (
+from ltm_sklearn._algorithms.hierarchical import (
     UnfoldingMoments,
     fit_hierarchical,
     optimal_linker,
     rank_constrained_linker,
 )
-from ltm_sklearn._spectral import fit_spectral, spectral_log_abs
+from ltm_sklearn._algorithms.spectral import fit_spectral, spectral_log_abs
+from ltm_sklearn._engine.moments import MomentEstimator
+from ltm_sklearn._engine.tree import LatentTree
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,
@@ -19,8 +21,6 @@ from ltm_sklearn.datasets import (
     random_binary_tree,
     star_tree,
 )
-from ltm_sklearn.moments import MomentEstimator
-from ltm_sklearn.tree import LatentTree
 
 
 def _objective(P, PB, AP, M):

@@ -10,7 +10,14 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.naive_bayes import GaussianNB
 
 from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, SpectralLatentTree
-from ltm_sklearn._spectral import spectral_log_abs
+from ltm_sklearn._algorithms.spectral import spectral_log_abs
+from ltm_sklearn._algorithms.structure import (
+    gaussian_distance,
+    kernel_distance,
+    neighbor_joining,
+    nonparanormal_distance,
+)
+from ltm_sklearn._engine.moments import KernelMoments, RBFFeatureMap, rbf_features
 from ltm_sklearn.datasets import (
     GaussianLeafTreeModel,
     LatentTreeModel,
@@ -19,13 +26,6 @@ from ltm_sklearn.datasets import (
     sample_sign_flip_tree,
 )
 from ltm_sklearn.metrics import robinson_foulds
-from ltm_sklearn.moments import KernelMoments, RBFFeatureMap, rbf_features
-from ltm_sklearn.structure import (
-    gaussian_distance,
-    kernel_distance,
-    neighbor_joining,
-    nonparanormal_distance,
-)
 
 
 def skewed_data(n=3000, seed=0):

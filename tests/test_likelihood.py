@@ -16,7 +16,7 @@ from ltm_sklearn import (
     QuartetTreeLearner,
     SpectralLatentTree,
 )
-from ltm_sklearn._em import log_prior
+from ltm_sklearn._algorithms.em import log_prior
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,

@@ -6,8 +6,8 @@ import pytest
 from scipy.special import logsumexp
 
 from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, LatentTreeEM
-from ltm_sklearn._inference import DenseEvidence, log_likelihood
-from ltm_sklearn._kernel_leaves import code_evidence
+from ltm_sklearn._algorithms.kernel_leaves import code_evidence
+from ltm_sklearn._engine.inference import DenseEvidence, log_likelihood
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, load_table
 
 

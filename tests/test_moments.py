@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltm_sklearn.moments import MISSING, UNSEEN, CategoricalEncoder, MomentEstimator
+from ltm_sklearn._engine.moments import MISSING, UNSEEN, CategoricalEncoder, MomentEstimator
 
 
 def test_encoder_value_types():
@@ -76,7 +76,7 @@ def test_integer_weights_equal_repetition():
 
 @pytest.mark.parametrize("n_jobs, weights", [(None, "real"), (2, "real"), (None, "whole")])
 def test_gram_and_pair_by_pair_counts_agree(monkeypatch, n_jobs, weights):
-    import ltm_sklearn.moments as mom
+    import ltm_sklearn._engine.moments as mom
 
     rng = np.random.RandomState(5)
     # mixed sizes, and equal sizes (the Gram's blocks are cut all at once)
@@ -94,7 +94,7 @@ def test_gram_and_pair_by_pair_counts_agree(monkeypatch, n_jobs, weights):
 
 
 def test_projected_dense_and_row_paths_agree(monkeypatch):
-    import ltm_sklearn.moments as mom
+    import ltm_sklearn._engine.moments as mom
 
     rng = np.random.RandomState(3)
     codes = _random_codes(rng, 1000, [4, 5, 6], missing=0.1)

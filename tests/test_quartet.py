@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from ltm_sklearn import HierarchicalTensorLTM, QuartetTreeLearner, SpectralLatentTree
+from ltm_sklearn._algorithms.structure import build_tree_quartets, quartet_tables, quartet_test
+from ltm_sklearn._engine.moments import MomentEstimator
+from ltm_sklearn._engine.tree import LatentTree
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_binary_tree
 from ltm_sklearn.metrics import robinson_foulds
-from ltm_sklearn.moments import MomentEstimator
-from ltm_sklearn.structure import build_tree_quartets, quartet_tables, quartet_test
-from ltm_sklearn.tree import LatentTree
 
 # leaves 0, 1 under hidden 4; leaves 2, 3 under hidden 5; 4 - 5 the hidden edge
 QUARTET = LatentTree([(0, 4), (1, 4), (4, 5), (2, 5), (3, 5)], 4, root=4)

@@ -6,10 +6,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from ltm_sklearn import LatentTree
-from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_binary_tree
-from ltm_sklearn.metrics import robinson_foulds
-from ltm_sklearn.moments import MomentEstimator
-from ltm_sklearn.structure import (
+from ltm_sklearn._algorithms.structure import (
     binary_leaf_tree,
     bionj,
     bme_length,
@@ -19,7 +16,7 @@ from ltm_sklearn.structure import (
     neighbor_joining,
     spectral_distance,
 )
-from ltm_sklearn.structure.search import (
+from ltm_sklearn._algorithms.structure.search import (
     _apply_nni,
     _apply_spr,
     _nni_gains,
@@ -27,6 +24,9 @@ from ltm_sklearn.structure.search import (
     _Subtrees,
     _tree,
 )
+from ltm_sklearn._engine.moments import MomentEstimator
+from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, random_binary_tree
+from ltm_sklearn.metrics import robinson_foulds
 
 
 def additive(tree, seed):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ltm_sklearn import SpectralLatentTree
-from ltm_sklearn._spectral import computation_tree
+from ltm_sklearn._algorithms.spectral import computation_tree
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,

@@ -10,8 +10,8 @@ from ltm_sklearn import (
     LatentTreeEM,
     QuartetTreeLearner,
     SpectralLatentTree,
-    _streaming,
 )
+from ltm_sklearn._sources import streaming as _streaming
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
 
 ESTIMATORS = [SpectralLatentTree, HierarchicalTensorLTM, QuartetTreeLearner, LatentTreeEM]
@@ -101,7 +101,7 @@ def test_beyond_the_sample_pairs_stay_exact(data, monkeypatch):
     assert stream.sample_codes.shape[1] == 500 and stream.n_rows == len(X)
     moments = stream.moments(*stream.final_encoder())
     ref = SpectralLatentTree(2, random_state=0).fit(X)
-    from ltm_sklearn.moments import MomentEstimator
+    from ltm_sklearn._engine.moments import MomentEstimator
 
     exact = MomentEstimator(ref._encoder.transform(X), ref._encoder.n_states_)
     for key, table in exact.all_pairs().items():
@@ -182,7 +182,7 @@ def test_dask_reads_the_projected_moments_in_one_pass(Est, client, monkeypatch):
     a dry run on the sample and computed in one pass, and the model is still exact."""
     import dask.array as da
 
-    from ltm_sklearn import _distributed
+    from ltm_sklearn._sources import distributed as _distributed
 
     passes = []
     original = _distributed.DaskMoments._map_chunks

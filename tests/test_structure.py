@@ -6,15 +6,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from ltm_sklearn import SpectralLatentTree
-from ltm_sklearn.datasets import (
-    LatentTreeModel,
-    balanced_binary_tree,
-    hmm_chain,
-    random_binary_tree,
-)
-from ltm_sklearn.metrics import hop_error, robinson_foulds, tree_splits
-from ltm_sklearn.moments import MomentEstimator
-from ltm_sklearn.structure import (
+from ltm_sklearn._algorithms.structure import (
     chow_liu_tree,
     clnj,
     clrg,
@@ -25,6 +17,14 @@ from ltm_sklearn.structure import (
     recursive_grouping,
     spectral_distance,
 )
+from ltm_sklearn._engine.moments import MomentEstimator
+from ltm_sklearn.datasets import (
+    LatentTreeModel,
+    balanced_binary_tree,
+    hmm_chain,
+    random_binary_tree,
+)
+from ltm_sklearn.metrics import hop_error, robinson_foulds, tree_splits
 
 
 def additive_distances(tree, rng):
@@ -73,7 +73,7 @@ def test_spectral_metric_is_additive_on_exact_moments():
     model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, random_state=0)
     conf = model.all_configurations()
     p = np.exp(model.log_likelihood(conf))
-    from ltm_sklearn.moments import CategoricalEncoder
+    from ltm_sklearn._engine.moments import CategoricalEncoder
 
     enc = CategoricalEncoder()
     codes = enc.fit_transform(conf)

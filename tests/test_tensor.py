@@ -4,20 +4,20 @@ import numpy as np
 import pytest
 
 from ltm_sklearn import LatentTree, LatentTreeEM
-from ltm_sklearn._inference import CodeEvidence, log_likelihood
-from ltm_sklearn.datasets import (
-    LatentTreeModel,
-    balanced_binary_tree,
-    hmm_chain,
-    random_binary_tree,
-)
-from ltm_sklearn.moments import MomentEstimator
-from ltm_sklearn.tensor import (
+from ltm_sklearn._algorithms.tensor import (
     expand_states,
     tensor_cpts,
     tensor_power_method,
     three_view_decomposition,
     whiten,
+)
+from ltm_sklearn._engine.inference import CodeEvidence, log_likelihood
+from ltm_sklearn._engine.moments import MomentEstimator
+from ltm_sklearn.datasets import (
+    LatentTreeModel,
+    balanced_binary_tree,
+    hmm_chain,
+    random_binary_tree,
 )
 
 

@@ -12,13 +12,7 @@ from .learn import STRUCTURE_METHODS, learn_tree, sample_threshold
 from .nj import neighbor_joining
 from .quartet import build_tree_quartets, learn_tree_quartets, quartet_tables, quartet_test
 from .rg import recursive_grouping
-from .search import (
-    binary_leaf_tree,
-    bionj,
-    bme_length,
-    minimum_evolution_search,
-    spectral_variance,
-)
+from .search import binary_leaf_tree, bionj, bme_length, minimum_evolution_search, spectral_variance
 
 __all__ = [
     "spectral_distance",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tree import LatentTree
+from ..._engine.tree import LatentTree
 from .distances import check_distance_matrix
 
 __all__ = ["recursive_grouping"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from joblib import Parallel, delayed
 
-from ..tree import LatentTree
+from ..._engine.tree import LatentTree
 from .chow_liu import clnj, clrg
 from .nj import neighbor_joining
 from .rg import recursive_grouping

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from ..tree import LatentTree
+from ..._engine.tree import LatentTree
 from .distances import check_distance_matrix
 from .nj import neighbor_joining
 from .rg import recursive_grouping, suppress_degree_two_hidden

@@ -3,7 +3,7 @@ Dask scheduler (a ``distributed.Client`` when one is running), reduced on the cl
 
 Only small objects reach the client: the category values of every column, the one-hot
 Gram matrix of all columns with a uniform sample of rows
-(:class:`~ltm_sklearn._streaming.RowStatistics`), projected moments, EM's expected
+(:class:`~ltm_sklearn._sources.streaming.RowStatistics`), projected moments, EM's expected
 counts. The passes over the data:
 
 1. the distinct values of every column (their union is sorted into the categories
@@ -27,10 +27,11 @@ import hashlib
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._em import unique_rows
-from ._inference import CodeEvidence, expected_counts
-from ._streaming import RowStatistics, StatisticsMoments
-from .moments import MomentEstimator, _add, _key
+from .._algorithms.em import unique_rows
+from .._engine.inference import CodeEvidence, expected_counts
+from .._engine.moments import MomentEstimator, _add, _key
+from . import streaming
+from .streaming import RowStatistics, StatisticsMoments
 
 __all__ = ["dask_moments", "DaskMoments"]
 
@@ -204,7 +205,7 @@ class DaskMoments(StatisticsMoments):
         return total
 
     def evidence(self):
-        """The E-step over every partition (for :func:`~ltm_sklearn._em.fit_em`)."""
+        """The E-step over every partition (for :func:`~ltm_sklearn._algorithms.em.fit_em`)."""
         return DaskEStep(self.blocks, self.encoder, self.total_weight)
 
 
@@ -224,41 +225,44 @@ class DaskEStep:
         return total
 
 
-def dask_moments(estimator, X):
-    """Validate a Dask collection for ``estimator``, set its encoding and feature names,
-    and return :class:`DaskMoments` of the data."""
-    from . import _streaming
-    from ._kernel import KernelLatentTree
+def dask_moments(X, categories="auto", random_state=None, n_jobs=None):
+    """Statistics of a Dask collection, computed on the active scheduler.
 
-    if isinstance(estimator, KernelLatentTree):
-        raise TypeError(
-            "KernelLatentTree does not fit Dask collections (its feature maps need quantiles "
-            "of every column); fit it on a sample in memory."
-        )
+    Parameters
+    ----------
+    X : dask.array.Array or dask.dataframe.DataFrame
+    categories : "auto" or list
+        Categories of every column (as the estimators' ``categories``).
+    random_state : int, RandomState instance or None
+        Seeds the uniform row sample.
+    n_jobs : int or None
+        Threads of the client-side moment computations.
+
+    Returns
+    -------
+    moments : DaskMoments
+    encoder : CategoricalEncoder
+        The final encoding of the columns.
+    names : list of str or None
+        Column names of a DataFrame.
+    """
     dask = _dask()
     blocks, names, d = _partitions(X)
-    if names is not None:
-        estimator.feature_names_in_ = np.asarray(names, dtype=object)
-    elif hasattr(estimator, "feature_names_in_"):
-        del estimator.feature_names_in_
-    estimator.n_features_in_ = d
     # pass 1: the categories
     task = dask.delayed(_values, pure=True)
     ((values, lengths),) = dask.compute(_tree_reduce([task(b, d) for b in blocks], _union))
     stats = _seeded(values, 0, 0)
-    given = estimator.categories
-    if isinstance(given, str):
-        given = "auto"
+    given = "auto" if isinstance(categories, str) else categories
     encoder, perms = stats.final_encoder(given, names)
     final = [list(c) for c in encoder.categories_]
     # pass 2: pair statistics and the sample, in the final codes
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    rng = check_random_state(estimator.random_state)
+    rng = check_random_state(random_state)
     seeds = rng.randint(2**31 - 1, size=len(blocks))
     # keys are uniform: about 1.5 x the sample's rows have a key below this limit (the
     # sample, the bottom-k of them, is all but surely among them), so the partitions ship
     # only those
-    sample_rows = _streaming.SAMPLE_ROWS
+    sample_rows = streaming.SAMPLE_ROWS
     key_limit = min(1.0, 1.5 * sample_rows / max(int(offsets[-1]), 1))
     task = dask.delayed(_block_statistics, pure=True)
     parts = [
@@ -269,12 +273,10 @@ def dask_moments(estimator, X):
     if merged.n_rows == 0:
         raise ValueError("The Dask collection has no rows: there is nothing to fit.")
     identity = [np.arange(len(c)) for c in final]
-    base = merged.moments(encoder, identity, estimator.n_jobs)
+    base = merged.moments(encoder, identity, n_jobs)
     moments = DaskMoments(base.codes, base.n_states, base.sample_weight, base.n_jobs)
     moments._pairs, moments._singletons = base._pairs, base._singletons
     moments.total_weight = merged.weight
     moments.blocks, moments.encoder = blocks, encoder
     moments.n_rows_total = merged.n_rows
-    estimator._encoder = encoder
-    estimator.categories_ = encoder.categories_
-    return moments
+    return moments, encoder, names

@@ -16,7 +16,8 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .moments import declared_categories
+from .._engine.moments import declared_categories
+from .spectral import SpectralLatentTree
 
 __all__ = ["LatentTreeClassifier"]
 
@@ -86,8 +87,6 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _base_estimator(self):
         if self.estimator is not None:
             return self.estimator
-        from ._spectral import SpectralLatentTree
-
         return SpectralLatentTree()
 
     @_fit_context(prefer_skip_nested_validation=False)

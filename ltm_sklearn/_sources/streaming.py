@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .moments import (
+from .._engine.moments import (
     _MAX_GRAM_WIDTH,
     CategoricalEncoder,
     MomentEstimator,

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tree import LatentTree
+from ..._engine.tree import LatentTree
+from .distances import spectral_distance
 
 __all__ = [
     "QuartetResult",
@@ -307,8 +308,6 @@ def learn_tree_quartets(moments, rank, n_representatives=3, feature_names=None):
     tree : LatentTree
     info : QuartetTreeInfo
     """
-    from .distances import spectral_distance
-
     if len(moments.n_states) < 4:
         star = LatentTree.star(len(moments.n_states), feature_names=feature_names)
         return star, QuartetTreeInfo(0, np.inf, 0)

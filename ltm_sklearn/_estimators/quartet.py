@@ -7,11 +7,12 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import BaseLatentTree
-from ._hierarchical import fit_hierarchical
-from ._spectral import ObservableMixin, explicit_from_representation, fit_spectral
-from .structure import learn_tree_quartets
-from .tensor import tensor_cpts
+from .._algorithms.hierarchical import fit_hierarchical
+from .._algorithms.spectral import explicit_from_representation, fit_spectral
+from .._algorithms.structure import learn_tree_quartets
+from .._algorithms.tensor import tensor_cpts
+from .base import BaseLatentTree
+from .spectral import ObservableMixin
 
 PARAMETER_METHODS = ("spectral", "hierarchical", "em")
 
@@ -62,7 +63,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     -----
     Each quartet score is the ``(k'+1)``-th singular value of an unfolding of the
     normalised, rank-``k'`` projected 4-way moment (see
-    :func:`~ltm_sklearn.structure.quartet.quartet_test`): the plain nuclear norm of
+    :func:`~ltm_sklearn.structure.quartet_test`): the plain nuclear norm of
     Algorithm 1 is only reliable when the two hidden variables of a quartet are nearly
     independent (Lemma 4) and already fails on exact moments of 16-leaf trees. Columns
     are inserted from the most dependent pair outwards.

@@ -2,7 +2,7 @@
 
 The baseline of papers/003 section 8 and papers/000 section 7, and the polishing step of
 every moment-based estimator: maximum a posteriori estimation by EM on a fixed tree. One
-E-step is an upward and a downward pass (:func:`~ltm_sklearn._inference.expected_counts`)
+E-step is an upward and a downward pass (:func:`~ltm_sklearn._engine.inference.expected_counts`)
 giving, for every edge ``(p, u)``, the posterior of ``(x_p, x_u)`` given each row; the
 M-step adds the pseudo-count ``alpha`` of a symmetric Dirichlet prior to the expected
 counts and renormalises. Identical rows are merged (with summed weights) before the
@@ -11,17 +11,12 @@ iterations.
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import BaseLatentTree
-from ._inference import CodeEvidence, expected_counts
+from .._engine.inference import CodeEvidence, expected_counts
 
 __all__ = [
-    "LatentTreeEM",
     "m_step",
     "log_prior",
     "fit_em",
@@ -273,139 +268,3 @@ def unique_rows(codes, weights):
         _, first, inverse = np.unique(view, return_index=True, return_inverse=True)
     w = np.bincount(inverse.ravel(), weights=weights, minlength=first.size)
     return np.ascontiguousarray(codes[:, first]), w
-
-
-class LatentTreeEM(BaseLatentTree):
-    """Latent tree model with explicit conditional tables fitted by EM.
-
-    Maximum a posteriori estimation on a given, learned or selected tree (the
-    ``structure`` options of the shared base), with ``n_init`` restarts. Each hidden node
-    has ``n_hidden_states`` states; observed nodes, including observed internal nodes,
-    keep their categories. Missing entries are marginalised in the E-step.
-
-    Parameters
-    ----------
-    n_hidden_states : int, default=2
-        ``k'``: states of every hidden node (any positive number, also more than a
-        column's categories).
-    tree : LatentTree, edge list, Newick string or networkx graph, default=None
-        ``None`` learns the tree with ``structure``.
-    structure : {"auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
-            default="auto"
-        See :class:`SpectralLatentTree`.
-    init : {"random", "tensor"}, default="tensor"
-        Starting point of the first restart: flat-Dirichlet CPTs, or the tensor
-        decomposition of the empirical moments (:func:`ltm_sklearn.tensor.tensor_cpts`,
-        papers/004). Later restarts start at random.
-    n_init : int, default=1
-        Restarts; the one with the highest final objective is kept.
-    categories : "auto" or list, default="auto"
-        Categories of every column (see :class:`SpectralLatentTree`).
-    alpha : float, default=0.5
-        Dirichlet pseudo-count added to every expected count in the M-step.
-    max_iter : int, default=300
-    tol : float, default=1e-4
-        Stop when an iteration improves the objective by less than ``tol`` nats per row.
-    n_jobs : int, default=None
-        Row chunks counted in parallel threads when estimating moments; the two starts of
-        the minimum-evolution search (``structure="me"``, a candidate of ``"auto"``) in
-        parallel processes.
-    random_state : int, RandomState instance or None, default=None
-    verbose : int, default=0
-        1 prints one line per restart (and the structure choice), 2 one line per iteration.
-
-    Attributes
-    ----------
-    tree_ : LatentTree
-        The tree (given or learned), rooted at ``tree_.root``.
-    root_marginal_ : ndarray of shape (k_root,)
-    cpts_ : dict node -> ndarray of shape (k_parent, k_node)
-        ``cpts_[u][a, b] = P(X_u = b | X_parent(u) = a)``; observed nodes index their
-        states in the order of ``categories_``.
-    lower_bound_ : float
-        Objective of the kept restart (training log-likelihood per row plus the log
-        prior per row), at its last E-step.
-    n_iter_ : int
-    converged_ : bool
-    categories_ : list of list
-    structure_ : str
-        The structure method used (the selected one with ``structure="auto"``).
-    structure_scores_ : dict
-        Held-out log-likelihood per row of every candidate (``structure="auto"`` only).
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` has feature names.
-
-    Examples
-    --------
-    >>> from ltm_sklearn import LatentTreeEM
-    >>> from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
-    >>> model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
-    >>> X = model.sample(2000, random_state=0)
-    >>> est = LatentTreeEM(2, tree=model.tree, random_state=0).fit(X)
-    >>> bool(abs(est.score(X) - model.log_likelihood(X).mean()) < 0.05)
-    True
-    """
-
-    _parameter_constraints: dict = {
-        **BaseLatentTree._parameter_constraints,
-        "init": [StrOptions({"random", "tensor"})],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
-    }
-
-    def __init__(
-        self,
-        n_hidden_states=2,
-        *,
-        tree=None,
-        structure="auto",
-        init="tensor",
-        n_init=1,
-        categories="auto",
-        alpha=0.5,
-        max_iter=300,
-        tol=1e-4,
-        n_jobs=None,
-        random_state=None,
-        verbose=0,
-    ):
-        super().__init__(
-            n_hidden_states,
-            tree=tree,
-            structure=structure,
-            categories=categories,
-            alpha=alpha,
-            max_iter=max_iter,
-            tol=tol,
-            n_jobs=n_jobs,
-            random_state=random_state,
-            verbose=verbose,
-        )
-        self.init = init
-        self.n_init = n_init
-
-    def _initial_parameters(self, tree, moments, rng):
-        if self.init == "tensor":
-            from .tensor import tensor_cpts
-
-            return (*tensor_cpts(tree, moments, self.n_hidden_states, random_state=rng), {})
-        n_states = node_states(tree, moments.n_states, self.n_hidden_states)
-        return (*random_cpts(tree, n_states, rng), {})
-
-    def _fit_parameters(self, tree, moments, rng, max_iter=None):
-        best = None
-        for run in range(self.n_init):
-            if run == 0:
-                fitted = super()._fit_parameters(tree, moments, rng, max_iter)
-            else:
-                n_states = node_states(tree, moments.n_states, self.n_hidden_states)
-                start = random_cpts(tree, n_states, rng)
-                fitted = self._polish(tree, moments, *start, {}, rng, max_iter)
-            if self.verbose:
-                print(
-                    f"EM restart {run + 1}/{self.n_init}: {fitted.n_iter} iterations, "
-                    f"objective {fitted.objective:.6f} nats/row"
-                )
-            if best is None or fitted.objective > best.objective:
-                best = fitted
-        return best

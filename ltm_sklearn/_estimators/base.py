@@ -15,11 +15,11 @@ Every estimator is a latent tree model with explicit conditional probability tab
 (``root_marginal_`` and ``cpts_`` on ``tree_``): hidden nodes have ``n_hidden_states``
 states, observed nodes - leaves or internal - their categories. ``score_samples`` is the
 exact log-likelihood of this normalised distribution, computed by message passing
-(:mod:`ltm_sklearn._inference`); over all configurations of the categories
+(:mod:`ltm_sklearn._engine.inference`); over all configurations of the categories
 ``exp(score_samples)`` sums to one. No floor, no absolute value.
 
 * Moments to start, likelihood to finish: the starting point is polished by up to
-  ``max_iter`` EM iterations (:func:`~ltm_sklearn._em.fit_em`, identical rows merged),
+  ``max_iter`` EM iterations (:func:`~ltm_sklearn._algorithms.em.fit_em`, identical rows merged),
   maximising the likelihood plus a symmetric Dirichlet prior: every table entry gets the
   pseudo-count ``alpha`` (additive smoothing, as in ``CategoricalNB``), so no entry is zero
   and categories rare in training keep a sensible probability. ``max_iter=0`` keeps the
@@ -48,9 +48,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._inference import CodeEvidence, hidden_posteriors, log_likelihood
-from .moments import CategoricalEncoder, MomentEstimator, declared_categories
-from .structure import (
+from .._algorithms.em import fit_em, polish
+from .._algorithms.structure import (
     STRUCTURE_METHODS,
     chow_liu,
     learn_tree,
@@ -58,7 +57,12 @@ from .structure import (
     mutual_information,
     spectral_distance,
 )
-from .tree import LatentTree
+from .._algorithms.tensor import expand_states
+from .._engine.inference import CodeEvidence, hidden_posteriors, log_likelihood, sample_states
+from .._engine.moments import CategoricalEncoder, MomentEstimator, declared_categories
+from .._engine.tree import LatentTree
+from .._sources.distributed import dask_moments
+from .._sources.streaming import RowStatistics
 
 __all__ = ["BaseLatentTree", "FittedModel", "AUTO_CANDIDATES"]
 
@@ -329,9 +333,15 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 raise ValueError(
                     "sample_weight is not supported with Dask input; fit in memory, or repeat rows."
                 )
-            from ._distributed import dask_moments
-
-            moments = dask_moments(self, X)
+            moments, self._encoder, names = dask_moments(
+                X, self.categories, self.random_state, self.n_jobs
+            )
+            if names is not None:
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+            else:
+                self.__dict__.pop("feature_names_in_", None)
+            self.n_features_in_ = len(moments.n_states)
+            self.categories_ = self._encoder.categories_
             self._fit_moments(moments, self._warning_stacklevel)
             return self
         declared = declared_categories(X)
@@ -368,8 +378,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         not fit in memory.
 
         The exact additive statistics (every pair and singleton table) and a uniform
-        sample of at most :data:`~ltm_sklearn._streaming.SAMPLE_ROWS` rows are kept
-        (:mod:`ltm_sklearn._streaming`); the model is rebuilt from them - tree, moment
+        sample of at most :data:`~ltm_sklearn._sources.streaming.SAMPLE_ROWS` rows are kept
+        (:mod:`ltm_sklearn._sources.streaming`); the model is rebuilt from them - tree, moment
         estimate, EM on the sample - when it is first used after a call, so a stream of
         batches costs about one fit. While at most ``SAMPLE_ROWS`` rows have been seen the
         model equals ``fit`` on the concatenated batches; beyond, the tree still comes
@@ -390,8 +400,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         -------
         self
         """
-        from ._streaming import RowStatistics
-
         first = "_stream" not in self.__dict__
         if first:
             self._validate_params()
@@ -445,9 +453,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         return self._polish(tree, moments, root, cpts, extras, rng, max_iter)
 
     def _polish(self, tree, moments, root, cpts, extras, rng=None, max_iter=None):
-        from ._em import fit_em, polish
-        from .tensor import expand_states
-
         root, cpts = expand_states(
             tree, root, cpts, self.n_hidden_states, random_state=rng, noise=0.05
         )
@@ -618,19 +623,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         ndarray of shape (n_samples, n_features)
             Values from ``categories_`` (object dtype when the columns hold non-numbers).
         """
-        from .datasets import LatentTreeModel
-
         check_is_fitted(self)
         if not isinstance(n_samples, (Integral, np.integer)) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
         tree = self.tree_
-        n_states = np.empty(tree.n_nodes, dtype=np.int64)
-        n_states[tree.root] = len(self.root_marginal_)
-        for u, c in self.cpts_.items():
-            n_states[u] = c.shape[1]
-        model = LatentTreeModel(tree, n_states, self.root_marginal_, self.cpts_)
-        codes = model.sample(int(n_samples), random_state=random_state)
-        return self._decode(codes, random_state)
+        rng = check_random_state(random_state)
+        states = sample_states(tree, self.root_marginal_, self.cpts_, int(n_samples), rng)
+        return self._decode(states[: tree.n_observed].T.copy(), random_state)
 
     def _decode(self, codes, random_state=None):
         """Values of sampled codes ``(n_samples, n_features)``."""

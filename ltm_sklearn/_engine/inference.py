@@ -40,6 +40,7 @@ __all__ = [
     "log_likelihood",
     "expected_counts",
     "hidden_posteriors",
+    "sample_states",
 ]
 
 
@@ -332,3 +333,25 @@ def hidden_posteriors(tree, root_marginal, cpts, evidence, nodes=None, n_jobs=No
         raise ValueError(f"Posteriors are computed for internal nodes; {leaves[:5]} are leaves.")
     parts = _map_blocks(_posterior_block, evidence, None, n_jobs, tree, root_marginal, cpts, nodes)
     return {u: np.vstack([p[u] for p in parts]) for u in nodes}
+
+
+# ---------------------------------------------------------------------- sampling
+def sample_states(tree, root_marginal, cpts, n_samples, rng):
+    """States of every node for ``n_samples`` rows drawn by ancestral sampling.
+
+    Returns an integer array of shape ``(n_nodes, n_samples)``; ``rng`` is a
+    ``RandomState``.
+    """
+    states = np.empty((tree.n_nodes, n_samples), dtype=np.int64)
+    states[tree.root] = _draw(np.cumsum(root_marginal)[None, :], rng, n_samples)
+    for u in tree.preorder[1:]:
+        cum = np.cumsum(cpts[u], axis=1)[states[tree.parent[u]]]
+        states[u] = _draw(cum, rng, n_samples)
+    return states
+
+
+def _draw(cum, rng, n):
+    """One draw per row from the cumulative tables ``cum`` (rows broadcast to ``n``)."""
+    u = rng.random_sample(n)[:, None]
+    out = (u > cum).sum(axis=1)
+    return np.minimum(out, cum.shape[1] - 1)

@@ -10,7 +10,7 @@ Here every column ``j`` gets the finite-dimensional feature map of
 :class:`~ltm_sklearn.moments.RBFFeatureMap` (Nystroem features of the normalised Gaussian
 kernel ``N(x; y, h_j^2)``, median-distance bandwidth). The covariance operators are the
 moments of these features (:class:`~ltm_sklearn.moments.KernelMoments`) and the spectral
-algorithm is the one of :func:`~ltm_sklearn._spectral.fit_spectral` run on them:
+algorithm is the one of :func:`~ltm_sklearn._algorithms.spectral.fit_spectral` run on them:
 papers/002 notes that with one-hot features the kernel algorithm *is* the discrete one,
 and conversely the observable representation of papers/003 - edge SVDs of
 cross-covariance operators ``C_{rep,ref}`` and projected third-order operators - gives
@@ -25,7 +25,7 @@ one over all columns.
 That raw estimate can be negative, so it is kept for research (``raw_log_abs``) and the
 estimator's density is an explicit model on the same tree: given the state of its parent,
 every column is a mixture of Gaussian bumps at its landmarks
-(:mod:`ltm_sklearn._kernel_leaves`), whose tables start from the discrete spectral
+(:mod:`ltm_sklearn._algorithms.kernel_leaves`), whose tables start from the discrete spectral
 recovery on the nearest-landmark discretisation and are polished by EM with the bump
 densities as soft evidence.
 """
@@ -42,13 +42,15 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import BaseLatentTree, FittedModel, check_frame_dtypes
-from ._em import fit_em
-from ._inference import DenseEvidence, log_likelihood
-from ._kernel_leaves import bump_evidence, code_evidence, nearest_centre, select_bandwidth
-from ._spectral import explicit_from_representation, fit_spectral, spectral_log_abs
-from .moments import CategoricalEncoder, KernelMoments, MomentEstimator, RBFFeatureMap
-from .structure import (
+from .._algorithms.em import fit_em
+from .._algorithms.kernel_leaves import (
+    bump_evidence,
+    code_evidence,
+    nearest_centre,
+    select_bandwidth,
+)
+from .._algorithms.spectral import explicit_from_representation, fit_spectral, spectral_log_abs
+from .._algorithms.structure import (
     chow_liu,
     gaussian_distance,
     kernel_distance,
@@ -56,8 +58,11 @@ from .structure import (
     mutual_information,
     nonparanormal_distance,
 )
-from .tensor import expand_states
-from .tree import LatentTree
+from .._algorithms.tensor import expand_states
+from .._engine.inference import DenseEvidence, log_likelihood
+from .._engine.moments import CategoricalEncoder, KernelMoments, MomentEstimator, RBFFeatureMap
+from .._engine.tree import LatentTree
+from .base import BaseLatentTree, FittedModel, check_frame_dtypes, is_dask_collection
 
 #: leaf bandwidths tried per column, as multiples of Silverman's ``1.06 n^(-1/5)`` (in
 #: standard deviations of the column)
@@ -101,7 +106,7 @@ class _KernelData:
 class KernelEvaluation:
     """Rows to score, evaluated lazily column by column on the fitted feature maps.
 
-    Plays the role of the category codes in :func:`~ltm_sklearn._spectral.spectral_log_abs`:
+    Plays the role of the category codes in :func:`~ltm_sklearn._algorithms.spectral.spectral_log_abs`:
     the message of leaf ``j`` is ``table^T phi_j(x_j)``; a NaN entry sends the integral
     row of the table.
     """
@@ -256,7 +261,7 @@ class KernelLatentTree(BaseLatentTree):
     -----
     ``score_samples`` is the exact log-density of an explicit normalised model: every
     column is, given the state of its parent, a mixture of Gaussian bumps at its centres
-    with one bandwidth (:mod:`ltm_sklearn._kernel_leaves`), so the density integrates to
+    with one bandwidth (:mod:`ltm_sklearn._algorithms.kernel_leaves`), so the density integrates to
     one over all columns and NaN entries are marginalised exactly. The tables start from
     the spectral recovery on the columns discretised to their nearest centres and are
     polished by EM with the bump densities as soft evidence. The raw kernel estimate of
@@ -674,6 +679,11 @@ class KernelLatentTree(BaseLatentTree):
         -------
         self
         """
+        if is_dask_collection(X):
+            raise TypeError(
+                "KernelLatentTree does not fit Dask collections (its feature maps need "
+                "quantiles of every column); fit it on a sample in memory."
+            )
         return super().fit(X, y, sample_weight)
 
     def _model_log_density(self, fitted, Z):

@@ -1,0 +1,519 @@
+"""Tensor algebra, whitening and the robust tensor power method (papers/004).
+
+Functions first:
+
+* :func:`whiten` - ``W`` with ``W^T M2 W = I_k`` (papers/004 Theorem 2.4);
+* :func:`tensor_power_method` - eigenpairs of a symmetric orthogonally decomposable
+  tensor by power iterations ``theta <- T(I, theta, theta) / ||.||`` (eq. (6)) with random
+  restarts and deflation (section 2.3);
+* :func:`three_view_decomposition` - the mixing weights ``P(h)`` and the conditional means
+  ``E[x_3 | h]`` of a three-view model from pair and triple moments, through the
+  symmetrisation of Theorem 2.3 and the orthogonalisation of Theorem 2.4;
+* :func:`tensor_cpts` - an explicit latent tree model: three views through three
+  neighbours of every hidden node, aligned across nodes into consistent CPTs (the
+  starting point of ``LatentTreeEM(init="tensor")``).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+__all__ = [
+    "whiten",
+    "tensor_power_method",
+    "three_view_decomposition",
+    "tensor_cpts",
+    "expand_states",
+]
+
+_EPS = 1e-9  # floor of clipped (non-positive) estimates
+
+
+def whiten(M2, n_components):
+    """Whitening matrix ``W = U_k D_k^{-1/2}`` of a symmetric PSD matrix (Theorem 2.4).
+
+    Returns ``W`` of shape ``(n, k)`` with ``W^T M2 W = I_k`` over the top ``k``
+    eigenpairs; raises ``ValueError`` when ``M2`` has fewer than ``k`` positive eigenvalues.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[2.0, 0.5], [0.5, 1.0]])
+    >>> W = whiten(A, 2)
+    >>> np.allclose(W.T @ A @ W, np.eye(2))
+    True
+    """
+    M2 = 0.5 * (np.asarray(M2, dtype=float) + np.asarray(M2, dtype=float).T)
+    vals, vecs = np.linalg.eigh(M2)
+    order = np.argsort(vals)[::-1][:n_components]
+    vals, vecs = vals[order], vecs[:, order]
+    if vals.shape[0] < n_components or vals[-1] <= 1e-12 * max(vals[0], 1e-300):
+        raise ValueError(
+            f"The second moment has fewer than {n_components} positive eigenvalues: the "
+            "views cannot separate that many hidden states."
+        )
+    return vecs / np.sqrt(vals)
+
+
+def _apply(T, theta):
+    """``T(I, theta, theta)``."""
+    return np.einsum("ijk,j,k->i", T, theta, theta)
+
+
+def tensor_power_method(
+    T, n_components=None, *, n_restarts=10, n_iter=100, tol=1e-12, random_state=None
+):
+    """Robust tensor power method with restarts and deflation (papers/004 section 2.3).
+
+    For each component: ``n_restarts`` random unit starts, each iterated
+    ``theta <- T(I, theta, theta) / ||T(I, theta, theta)||`` (eq. (6)) up to ``n_iter``
+    times; the start with the largest ``T(theta, theta, theta)`` is iterated ``n_iter``
+    more times, its eigenvalue ``lambda = T(theta, theta, theta)`` recorded, and
+    ``lambda theta^{x3}`` subtracted from ``T``.
+
+    Parameters
+    ----------
+    T : ndarray of shape (k, k, k)
+        Symmetric tensor.
+    n_components : int, default=None
+        Number of eigenpairs (default ``k``).
+
+    Returns
+    -------
+    eigenvalues : ndarray of shape (n_components,)
+    eigenvectors : ndarray of shape (k, n_components)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V = np.linalg.qr(np.random.RandomState(0).randn(3, 3))[0]
+    >>> T = np.einsum("r,ir,jr,kr->ijk", [3.0, 2.0, 1.0], V, V, V)
+    >>> lam, U = tensor_power_method(T, random_state=0)
+    >>> np.round(lam, 6).tolist()
+    [3.0, 2.0, 1.0]
+    """
+    T = np.array(T, dtype=float)
+    if T.ndim != 3 or len(set(T.shape)) != 1:
+        raise ValueError(f"T must be a cubic 3-way tensor, got shape {T.shape}.")
+    k = T.shape[0]
+    n_components = k if n_components is None else int(n_components)
+    rng = check_random_state(random_state)
+    lams, vecs = [], []
+    for _ in range(n_components):
+        best, best_val = None, -np.inf
+        for _ in range(n_restarts):
+            theta = _iterate(T, _unit(rng.randn(k)), n_iter, tol)
+            val = float(np.einsum("ijk,i,j,k->", T, theta, theta, theta))
+            if val > best_val:
+                best, best_val = theta, val
+        theta = _iterate(T, best, n_iter, tol)
+        lam = float(np.einsum("ijk,i,j,k->", T, theta, theta, theta))
+        lams.append(lam)
+        vecs.append(theta)
+        T = T - lam * np.einsum("i,j,k->ijk", theta, theta, theta)
+    return np.asarray(lams), np.column_stack(vecs)
+
+
+def _unit(v):
+    n = np.linalg.norm(v)
+    return v / n if n > 0 else v
+
+
+def _iterate(T, theta, n_iter, tol):
+    for _ in range(n_iter):
+        new = _apply(T, theta)
+        norm = np.linalg.norm(new)
+        if norm == 0:
+            return theta
+        new /= norm
+        if np.linalg.norm(new - theta) < tol:
+            return new
+        theta = new
+    return theta
+
+
+def _pinv(M, k):
+    """Rank-``k`` pseudo-inverse."""
+    U, s, Vt = np.linalg.svd(M, full_matrices=False)
+    k = min(k, int(np.sum(s > 1e-12 * s[0])) if s.size and s[0] > 0 else 0)
+    if k == 0:
+        return np.zeros(M.T.shape)
+    return (Vt[:k].T / s[:k]) @ U[:, :k].T
+
+
+def three_view_decomposition(P12, P13, P23, triple, n_components, random_state=None):
+    """Mixing weights and conditional means of view 3 in a three-view model.
+
+    ``x_1, x_2, x_3`` (one-hot) are independent given a hidden ``h`` with ``k`` states.
+    With ``A_1 = P_32 P_12^+`` and ``A_2 = P_31 P_21^+`` the symmetrised views
+    ``A_1 x_1``, ``A_2 x_2`` (papers/004 Theorem 2.3) give
+    ``M_2 = sum_h w_h c_h c_h^T`` and ``M_3 = sum_h w_h c_h^{x3}`` with
+    ``c_h = E[x_3 | h]``; whitening (Theorem 2.4) makes ``M_3(W, W, W)`` orthogonally
+    decomposable with eigenvalues ``1 / sqrt(w_h)`` and eigenvectors ``sqrt(w_h) W^T c_h``.
+
+    Parameters
+    ----------
+    P12, P13, P23 : ndarray
+        Pair moments ``E[x_a x_b^T]``, shapes ``(n_1, n_2)``, ``(n_1, n_3)``, ``(n_2, n_3)``.
+    triple : callable or ndarray
+        Either the dense ``(n_1, n_2, n_3)`` moment or a function ``(B1, B2, B3) -> E[B1 x_1
+        (x) B2 x_2 (x) B3 x_3]`` returning a ``(k, k, k)`` projected moment.
+    n_components : int
+
+    Returns
+    -------
+    weights : ndarray of shape (k,)
+        ``P(h)``.
+    means : ndarray of shape (n_3, k)
+        Columns ``E[x_3 | h]``.
+    """
+    k = int(n_components)
+    A1 = P23.T @ _pinv(P12, k)  # (n3, n1)
+    A2 = P13.T @ _pinv(P12.T, k)  # (n3, n2)
+    M2 = A1 @ P12 @ A2.T
+    W = whiten(M2, k)
+    B1, B2, B3 = W.T @ A1, W.T @ A2, W.T
+    if callable(triple):
+        T = triple(B1, B2, B3)
+    else:
+        T = np.einsum("abc,ia,jb,kc->ijk", triple, B1, B2, B3)
+    T = _symmetrise(T)
+    lam, V = tensor_power_method(T, k, random_state=random_state)
+    lam = np.where(np.abs(lam) > 1e-12, lam, 1e-12)
+    means = np.linalg.pinv(W.T) @ V * lam
+    weights = 1.0 / lam**2
+    return weights / weights.sum(), means
+
+
+def _symmetrise(T):
+    perms = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
+    return sum(np.transpose(T, p) for p in perms) / 6.0
+
+
+def _normalise_columns(O):
+    """Project every column onto the probability simplex (clip, renormalise)."""
+    O = np.maximum(O, _EPS)
+    return O / O.sum(axis=0, keepdims=True)
+
+
+def _normalise_rows(C):
+    C = np.maximum(C, _EPS)
+    return C / C.sum(axis=1, keepdims=True)
+
+
+class _NodePlan:
+    """Structural choices at one hidden node: its three views and the side of every
+    observed node (which neighbour of the node leads to it).
+
+    A view is a group of observed variables on one side of the node, its feature the
+    concatenation of their one-hot vectors: variables on one side are conditionally
+    independent of the other sides given the node, so a group is a valid view whose
+    conditional means ``E[x | h]`` stack the conditionals ``P(y | h)`` of its members -
+    better separated than those of any single member, which keeps the decomposition
+    well conditioned when the nearest variable in a direction is far from the node.
+    """
+
+    def __init__(self, node, views, side):
+        self.node = node
+        self.views = views  # three tuples of observed nodes, in three directions
+        self.side = side  # observed node -> index of the neighbour towards it
+        self.weights = None  # P(h), filled by the decomposition
+        self.conditionals = {}  # observed y -> P(y | h), columns over the states of h
+
+    def view_for(self, y):
+        """A view in another direction than ``y`` (the third preferred: its conditional
+        comes straight from the power method)."""
+        v1, v2, v3 = self.views
+        for view in (v3, v1, v2):
+            if self.side[view[0]] != self.side[y]:
+                return view
+        raise AssertionError("three views lie in three directions")
+
+    def members(self):
+        return {y for view in self.views for y in view}
+
+
+def _plan_node(tree, h, hops, n_states, view_size):
+    """Views of hidden node ``h``: in each of the three directions whose nearest
+    informative observed node (at least two categories) is closest, the ``view_size``
+    nearest such nodes (``None`` with fewer than three directions)."""
+    d = tree.n_observed
+    obs_h = hops[h, :d]
+    informative = np.asarray(n_states) >= 2
+    side = np.full(d, -1)
+    groups = []
+    for t, g in enumerate(tree.neighbors[h]):
+        mask = hops[g, :d] < obs_h
+        side[mask] = t
+        members = np.flatnonzero(mask & informative)
+        if members.size:
+            order = sorted(members, key=lambda y: (obs_h[y], -n_states[y], y))
+            groups.append((obs_h[order[0]], t, tuple(int(y) for y in order[:view_size])))
+    if len(groups) < 3:
+        return None
+    groups.sort()
+    views = tuple(group for _, _, group in groups[:3])
+    return _NodePlan(h, views, {int(y): int(side[y]) for y in range(d)})
+
+
+def _block(pairs, rows, cols):
+    """The pair tables of two groups of variables side by side: ``P[x_rows, x_cols]``."""
+    return np.vstack([np.hstack([_pair(pairs, a, b) for b in cols]) for a in rows])
+
+
+def _split(M, view, n_states):
+    """Split the rows of a stacked conditional over the members of ``view``."""
+    bounds = np.cumsum([0] + [int(n_states[y]) for y in view])
+    return {y: _normalise_columns(M[bounds[i] : bounds[i + 1]]) for i, y in enumerate(view)}
+
+
+def _decompose(plan, pairs, moments, k, rng):
+    """Three-view decomposition (papers/004) at one node with as many components as the
+    views support (at most ``k``): sets ``plan.weights`` and the views' conditionals."""
+    v1, v2, v3 = plan.views
+    P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
+    n = moments.n_states
+
+    def triple(B1, B2, B3):
+        # the moment of the stacked one-hot views: a sum of projected triples of members
+        requests = []
+        for view_blocks in itertools.product(
+            *(_columns_of(B, v, n) for B, v in ((B1, v1), (B2, v2), (B3, v3)))
+        ):
+            variables = tuple(y for y, _ in view_blocks)
+            requests.append((variables, tuple(b for _, b in view_blocks)))
+        return sum(moments.projected(requests))
+
+    r = int(min(k, np.linalg.matrix_rank(P12), P13.shape[1]))
+    r = max(r, 1)
+    while True:
+        try:
+            w, C = three_view_decomposition(P12, P13, P23, triple, r, random_state=rng)
+            break
+        except (ValueError, np.linalg.LinAlgError):
+            if r == 1:
+                raise
+            r -= 1
+    w = np.maximum(w, _EPS)
+    plan.weights = w / w.sum()
+    G3 = _pinv(plan.weights[:, None] * np.vstack(list(_split(C, v3, n).values())).T, r)
+    plan.conditionals = {
+        **_split(C, v3, n),
+        **_split(P13 @ G3, v1, n),
+        **_split(P23 @ G3, v2, n),
+    }
+
+
+def _columns_of(B, view, n_states):
+    """Split the columns of a projection acting on a stacked view over its members."""
+    bounds = np.cumsum([0] + [int(n_states[y]) for y in view])
+    return [(y, B[:, bounds[i] : bounds[i + 1]]) for i, y in enumerate(view)]
+
+
+def _conditional(plan, y, pairs):
+    """``P(y | h)`` for any observed ``y`` from its pairs with a view in another
+    direction: ``P[y, V] = O_y diag(P(h)) O_V^T``."""
+    if y not in plan.conditionals:
+        view = plan.view_for(y)
+        Ov = np.vstack([plan.conditionals[v] for v in view])
+        G = _pinv(plan.weights[:, None] * Ov.T, Ov.shape[1])
+        plan.conditionals[y] = _normalise_columns(_block(pairs, (y,), view) @ G)
+    return plan.conditionals[y]
+
+
+def _pair(pairs, i, j):
+    return pairs[(i, j)] if (i, j) in pairs else pairs[(j, i)].T
+
+
+def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4, view_size=3):
+    """Explicit CPTs on ``tree`` from three-view tensor decompositions (papers/004).
+
+    For every hidden node ``h`` with at least three neighbours, groups of observed
+    variables in three different neighbour directions (the ``view_size`` nearest in each)
+    are conditionally independent given ``h``: :func:`three_view_decomposition` of their
+    stacked one-hot features gives ``P(h)`` and ``P(x | h)`` for every member (with as
+    many states as the views support, at most ``n_hidden_states``), and the pairs of any
+    other observed ``y`` with a view in another direction give ``P(y | h)``. The CPTs
+    follow with consistent hidden-state labels:
+
+    * hidden ``p`` -> observed ``c``: ``P(c | p)``;
+    * observed ``p`` -> hidden ``c``: Bayes' rule from ``P(p | c)`` and ``P(c)``;
+    * observed ``p`` -> observed ``c``: the pair table ``P(p, c)`` normalised;
+    * hidden ``p`` -> hidden ``c``: ``P(c | p)`` solves ``P(y | p) = P(y | c) P(c | p)`` in
+      least squares over the ``n_anchors`` observed ``y`` nearest to ``c`` on its side.
+
+    A hidden node with fewer than three neighbours (e.g. the end of a chain) is a copy of
+    the nearest decomposed hidden node, joined to it by an identity table. Entries are
+    projected onto the simplex (clipped, renormalised). Hidden nodes end up with
+    ``min(n_hidden_states, rank the views support)`` states; :func:`expand_states` brings
+    them to ``n_hidden_states``.
+
+    Every statistic comes from ``moments`` through two batched requests: ``pairs(list)``
+    and ``projected(list)`` (one triple per hidden node), so any object with the interface
+    of :class:`~ltm_sklearn.moments.MomentEstimator` - empirical moments, or the marginals
+    of a fitted observable representation - can be turned into explicit parameters.
+
+    Parameters
+    ----------
+    tree : LatentTree
+        Rooted; observed nodes may be internal.
+    moments : MomentEstimator or compatible
+    n_hidden_states : int
+    random_state : int, RandomState instance or None
+        Starts of the tensor power method; tables of a node whose decomposition fails.
+    n_anchors : int, default=4
+    view_size : int, default=3
+        Observed variables per view (``1``: the single nearest variable per direction).
+
+    Returns
+    -------
+    root_marginal : ndarray
+    cpts : dict node -> ndarray of shape (k_parent, k_node)
+    """
+    rng = check_random_state(random_state)
+    k = int(n_hidden_states)
+    d = tree.n_observed
+    n_obs = moments.n_states
+    hops = tree.hop_distances()
+    plans = {}
+    for h in tree.hidden_nodes:
+        plan = _plan_node(tree, h, hops, n_obs, view_size)
+        if plan is not None:
+            plans[h] = plan
+    # hidden nodes without three directions copy the nearest planned hidden node
+    proxy = {}
+    for h in tree.hidden_nodes:
+        if h in plans:
+            proxy[h] = h
+        elif plans:
+            proxy[h] = min(plans, key=lambda g: (hops[h, g], g))
+    # the pairs every later step reads, requested in one batch
+    wanted = set()
+    for plan in plans.values():
+        v1, v2, v3 = plan.views
+        for a, b in (
+            *itertools.product(v1, v2),
+            *itertools.product(v1, v3),
+            *itertools.product(v2, v3),
+        ):
+            wanted.add((min(a, b), max(a, b)))
+    needs = []  # (hidden node, observed y) conditionals the CPTs use
+    for c in tree.preorder[1:]:
+        p = int(tree.parent[c])
+        if p >= d and c < d:
+            needs.append((p, c))
+        elif p < d and c >= d:
+            needs.append((c, p))
+        elif p < d:
+            wanted.add((min(p, c), max(p, c)))
+        elif proxy.get(p) != proxy.get(c):
+            for y in _anchors(tree, hops, p, c, n_anchors):
+                needs += [(p, y), (c, y)]
+    needs = [(proxy[h], y) for h, y in needs if h in proxy]
+    for g, y in needs:
+        if y not in plans[g].members():
+            for v in plans[g].view_for(y):
+                wanted.add((min(y, v), max(y, v)))
+    pairs = moments.pairs(sorted(wanted)) if wanted else {}
+    failed = set()
+    for g, plan in plans.items():
+        try:
+            _decompose(plan, pairs, moments, k, rng)
+        except (ValueError, np.linalg.LinAlgError):
+            failed.add(g)
+
+    def weights(h):
+        return plans[proxy[h]].weights if proxy.get(h) not in (None, *failed) else None
+
+    def cond(h, y):
+        g = proxy.get(h)
+        if g is None or g in failed:
+            return None
+        return _conditional(plans[g], y, pairs)
+
+    root = tree.root
+    if root >= d:
+        root_marginal = weights(root)
+        if root_marginal is None:
+            root_marginal = rng.dirichlet(np.ones(k))
+    else:
+        root_marginal = moments.singletons()[root]
+    size = {root: len(root_marginal)}
+    cpts = {}
+    for c in tree.preorder[1:]:
+        c = int(c)
+        p = int(tree.parent[c])
+        table = None
+        if p >= d and c < d:
+            O = cond(p, c)
+            table = None if O is None else O.T
+        elif p < d and c >= d:
+            O, w = cond(c, p), weights(c)
+            table = None if O is None else O * w[None, :]
+        elif p < d:
+            table = _pair(pairs, p, c)
+        elif proxy.get(p) == proxy.get(c) and p in proxy and proxy[p] not in failed:
+            table = np.eye(len(weights(p)))
+        else:
+            ys = _anchors(tree, hops, p, c, n_anchors)
+            Op = [cond(p, y) for y in ys]
+            Oc = [cond(c, y) for y in ys]
+            if ys and all(o is not None for o in Op + Oc):
+                A = np.linalg.lstsq(np.vstack(Oc), np.vstack(Op), rcond=None)[0]
+                table = A.T
+        if table is None:  # a failed decomposition: random tables, EM takes it from here
+            kc = int(n_obs[c]) if c < d else (len(weights(c)) if weights(c) is not None else k)
+            table = rng.dirichlet(np.ones(kc), size=size[p])
+        table = _normalise_rows(np.asarray(table, dtype=float))
+        if table.shape[0] != size[p]:
+            raise AssertionError(f"state mismatch on edge {p} -> {c}")
+        cpts[c] = table
+        size[c] = table.shape[1]
+    return np.asarray(root_marginal, dtype=float), cpts
+
+
+def _anchors(tree, hops, p, c, n):
+    """The ``n`` observed nodes nearest to ``c`` on its side of the edge ``(p, c)``."""
+    d = tree.n_observed
+    below = np.flatnonzero(hops[c, :d] < hops[p, :d])
+    return [int(y) for y in below[np.argsort(hops[c, below], kind="stable")[:n]]]
+
+
+def expand_states(tree, root_marginal, cpts, n_states, random_state=None, noise=0.0):
+    """Give every hidden node ``n_states`` states without changing the distribution.
+
+    A hidden node with ``r < n_states`` states gets copies of its states (state ``s``
+    copies state ``s mod r``): the probability of each original state is shared equally
+    by its copies, and the copies send the same tables to the node's children. The
+    observed distribution is unchanged (exactly, with ``noise=0``); ``noise > 0``
+    perturbs the copied rows multiplicatively by up to ``noise`` so that EM can tell the
+    copies apart.
+
+    Returns
+    -------
+    root_marginal, cpts : the expanded parameters (new arrays).
+    """
+    rng = check_random_state(random_state)
+    k = int(n_states)
+    cpts = {u: np.array(t, dtype=float) for u, t in cpts.items()}
+    root_marginal = np.array(root_marginal, dtype=float)
+    for h in tree.hidden_nodes:
+        r = len(root_marginal) if h == tree.root else cpts[h].shape[1]
+        if r >= k:
+            continue
+        source = np.arange(k) % r
+        share = 1.0 / np.bincount(source, minlength=r)[source]
+        if h == tree.root:
+            root_marginal = root_marginal[source] * share
+        else:
+            cpts[h] = cpts[h][:, source] * share[None, :]
+        for c in tree.children[h]:
+            rows = cpts[c][source]
+            if noise > 0:
+                rows = rows * (1.0 + noise * rng.uniform(-1.0, 1.0, size=rows.shape))
+                rows /= rows.sum(axis=1, keepdims=True)
+            cpts[c] = rows
+    return root_marginal, cpts

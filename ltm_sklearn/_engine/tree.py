@@ -1,0 +1,629 @@
+"""Latent tree topologies: construction, validation, rooting, traversal orders and I/O.
+
+Node numbering follows the convention of the whole package: the observed variables are
+nodes ``0 .. n_observed - 1`` (the columns of ``X``, in order) and hidden nodes are numbered
+after them, ``n_observed .. n_nodes - 1``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["LatentTree"]
+
+
+class LatentTree:
+    """An undirected tree whose leaves are observed columns and whose other nodes are hidden.
+
+    Parameters
+    ----------
+    edges : iterable of (int, int)
+        Undirected edges over node ids. Observed variables are ``0 .. n_observed - 1``,
+        hidden nodes are numbered after them.
+    n_observed : int
+        Number of observed variables (columns of the data).
+    root : int, default=None
+        Node at which the tree is rooted. ``None`` picks a hidden node of minimal
+        eccentricity (the tree centre), which keeps chains of hidden nodes between a node
+        and its representative leaves short (papers/003, Theorem 1: sample complexity grows
+        exponentially in the length of hidden chains).
+    feature_names : sequence of str, default=None
+        Names of the observed variables, used by :meth:`to_newick` and drawing.
+
+    Attributes
+    ----------
+    n_nodes : int
+    n_observed : int
+    root : int
+    parent : ndarray of shape (n_nodes,)
+        Parent of each node in the rooted tree, ``-1`` for the root.
+    children : list of tuple of int
+    preorder : ndarray
+        Topological order, root first.
+    postorder : ndarray
+        Reverse topological order (children before parents).
+
+    Examples
+    --------
+    >>> from ltm_sklearn import LatentTree
+    >>> t = LatentTree([(0, 4), (1, 4), (2, 5), (3, 5), (4, 5)], n_observed=4)
+    >>> t.hidden_nodes
+    [4, 5]
+    >>> t.to_newick()
+    '(0,1,(2,3));'
+    """
+
+    def __init__(self, edges, n_observed, root=None, feature_names=None):
+        edges = [(int(u), int(v)) for u, v in edges]
+        n_observed = int(n_observed)
+        if n_observed < 1:
+            raise ValueError(f"A latent tree needs at least one observed node, got {n_observed}.")
+        nodes = {u for e in edges for u in e} | set(range(n_observed))
+        n_nodes = max(nodes) + 1
+        missing = sorted(set(range(n_nodes)) - nodes)
+        if missing:
+            raise ValueError(
+                f"Node ids must be contiguous 0..{n_nodes - 1}; ids {missing[:10]} are unused."
+            )
+        if min(nodes) < 0:
+            raise ValueError("Node ids must be non-negative integers.")
+        for u, v in edges:
+            if u == v:
+                raise ValueError(f"Self-loop on node {u}: a tree has no cycles.")
+        if len({tuple(sorted(e)) for e in edges}) != len(edges):
+            raise ValueError("The edge list holds a duplicate edge: a tree has no cycles.")
+        if len(edges) != n_nodes - 1:
+            if len(edges) > n_nodes - 1:
+                raise ValueError(
+                    f"{len(edges)} edges over {n_nodes} nodes: the graph has a cycle, "
+                    "a tree has exactly n_nodes - 1 edges."
+                )
+            raise ValueError(
+                f"{len(edges)} edges over {n_nodes} nodes: the graph is disconnected, "
+                "a tree has exactly n_nodes - 1 edges."
+            )
+        adjacency = [[] for _ in range(n_nodes)]
+        for u, v in edges:
+            adjacency[u].append(v)
+            adjacency[v].append(u)
+        self.n_nodes = n_nodes
+        self.n_observed = n_observed
+        self.edges = sorted(tuple(sorted(e)) for e in edges)
+        self.neighbors = [tuple(sorted(a)) for a in adjacency]
+        # connectivity (with n-1 edges this also excludes cycles)
+        seen = self._bfs_order(0)
+        if len(seen) != n_nodes:
+            raise ValueError(
+                f"The graph is disconnected: {n_nodes - len(seen)} node(s) are not reachable "
+                "from node 0."
+            )
+        for h in self.hidden_nodes:
+            # a single observed variable under one hidden node is the one exception
+            if len(self.neighbors[h]) < 2 and n_nodes > 2:
+                raise ValueError(
+                    f"Hidden node {h} is a leaf (degree {len(self.neighbors[h])}): every leaf "
+                    "of a latent tree must be an observed variable."
+                )
+        if feature_names is not None:
+            feature_names = [str(f) for f in feature_names]
+            if len(feature_names) != n_observed:
+                raise ValueError(
+                    f"{len(feature_names)} feature names for {n_observed} observed nodes."
+                )
+        self.feature_names = feature_names
+        self._set_root(self._default_root() if root is None else int(root))
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def hidden_nodes(self):
+        """Ids of the hidden nodes."""
+        return list(range(self.n_observed, self.n_nodes))
+
+    @property
+    def observed_nodes(self):
+        """Ids of the observed nodes (the columns of the data)."""
+        return list(range(self.n_observed))
+
+    @property
+    def leaves(self):
+        """Ids of the nodes of degree one (or the single node of a one-node tree)."""
+        if self.n_nodes == 1:
+            return [0]
+        return [u for u in range(self.n_nodes) if len(self.neighbors[u]) == 1]
+
+    def degree(self, node):
+        return len(self.neighbors[node])
+
+    def is_hidden(self, node):
+        return node >= self.n_observed
+
+    def _bfs_order(self, start):
+        order, seen, queue = [], {start}, deque([start])
+        while queue:
+            u = queue.popleft()
+            order.append(u)
+            for v in self.neighbors[u]:
+                if v not in seen:
+                    seen.add(v)
+                    queue.append(v)
+        return order
+
+    def _bfs_distances(self, start):
+        dist = np.full(self.n_nodes, -1, dtype=np.int64)
+        dist[start] = 0
+        queue = deque([start])
+        while queue:
+            u = queue.popleft()
+            for v in self.neighbors[u]:
+                if dist[v] < 0:
+                    dist[v] = dist[u] + 1
+                    queue.append(v)
+        return dist
+
+    def _eccentricities(self):
+        # the farthest node from any node is an end of a longest path (a diameter), so
+        # three breadth-first searches give every eccentricity in O(n_nodes)
+        a = int(np.argmax(self._bfs_distances(0)))
+        from_a = self._bfs_distances(a)
+        b = int(np.argmax(from_a))
+        return np.maximum(from_a, self._bfs_distances(b))
+
+    def hop_distances(self):
+        """All-pairs hop distances, an ``(n_nodes, n_nodes)`` integer array."""
+        if getattr(self, "_hops", None) is None:
+            from scipy.sparse import coo_matrix
+            from scipy.sparse.csgraph import shortest_path
+
+            e = np.asarray(self.edges, dtype=np.int64).reshape(-1, 2)
+            g = coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(self.n_nodes,) * 2)
+            hops = shortest_path(g.tocsr(), method="D", directed=False, unweighted=True)
+            self._hops = hops.astype(np.int64)
+        return self._hops
+
+    def _default_root(self):
+        candidates = self.hidden_nodes or list(range(self.n_nodes))
+        ecc = self._eccentricities()
+        return min(candidates, key=lambda u: (ecc[u], u))
+
+    def _set_root(self, root):
+        if not 0 <= root < self.n_nodes:
+            raise ValueError(f"Root {root} is not a node of the tree (0..{self.n_nodes - 1}).")
+        self.root = root
+        parent = np.full(self.n_nodes, -1, dtype=np.int64)
+        order = []
+        seen = {root}
+        queue = deque([root])
+        while queue:
+            u = queue.popleft()
+            order.append(u)
+            for v in self.neighbors[u]:
+                if v not in seen:
+                    seen.add(v)
+                    parent[v] = u
+                    queue.append(v)
+        children = [[] for _ in range(self.n_nodes)]
+        for v in order[1:]:
+            children[parent[v]].append(v)
+        self.parent = parent
+        self.children = [tuple(c) for c in children]
+        self.preorder = np.asarray(order, dtype=np.int64)
+        self.postorder = self.preorder[::-1].copy()
+
+    def depth_first_order(self):
+        """Nodes in depth-first preorder from the root (children in the order of
+        :attr:`children`); iterative, so any depth works."""
+        out, stack = [], [self.root]
+        while stack:
+            u = stack.pop()
+            out.append(u)
+            stack.extend(reversed(self.children[u]))
+        return out
+
+    def rooted_at(self, root):
+        """Return a copy of the tree rooted at ``root``."""
+        return LatentTree(self.edges, self.n_observed, root=root, feature_names=self.feature_names)
+
+    def subtree_leaves(self, node):
+        """Observed nodes in the subtree below ``node`` (for the current rooting)."""
+        out, stack = [], [node]
+        while stack:
+            u = stack.pop()
+            if u < self.n_observed:
+                out.append(u)
+            stack.extend(self.children[u])
+        return sorted(out)
+
+    def validate_for(self, n_features, *, observed_leaves_only=True, feature_names=None):
+        """Check that this tree fits data with ``n_features`` columns.
+
+        Raises ``ValueError`` naming the problem: observed ids that do not match the columns,
+        observed variables placed at internal nodes when the estimator needs leaves.
+        """
+        if self.n_observed != n_features:
+            raise ValueError(
+                f"The tree has {self.n_observed} observed nodes but X has {n_features} "
+                "columns: the leaves of the tree must match the columns one to one."
+            )
+        if observed_leaves_only and self.n_nodes > 1:
+            internal = [u for u in range(self.n_observed) if self.degree(u) != 1]
+            if internal:
+                raise ValueError(
+                    f"Observed variables {internal[:10]} are internal nodes of the tree; this "
+                    "estimator needs every observed variable at a leaf."
+                )
+        return self
+
+    def relabelled(self, feature_names):
+        """The same tree with its observed nodes renumbered to follow ``feature_names``.
+
+        A tree built with its own ``feature_names`` (e.g. from a Newick string) is mapped
+        onto the columns of a DataFrame by name, whatever their order.
+        """
+        names = [str(f) for f in feature_names]
+        if self.feature_names is None or list(self.feature_names) == names:
+            return self
+        if sorted(self.feature_names) != sorted(names):
+            missing = sorted(set(names) - set(self.feature_names))
+            extra = sorted(set(self.feature_names) - set(names))
+            raise ValueError(
+                f"The tree's observed nodes are named {extra[:5]} where the columns are "
+                f"{missing[:5]}: the leaves of the tree must match the columns one to one."
+            )
+        where = {name: i for i, name in enumerate(names)}
+        relabel = {u: where[self.feature_names[u]] for u in range(self.n_observed)}
+        edges = [(relabel.get(u, u), relabel.get(v, v)) for u, v in self.edges]
+        return LatentTree(edges, self.n_observed, feature_names=names)
+
+    def with_observed_leaves(self):
+        """Equivalent tree in which every observed variable is a leaf.
+
+        Each observed internal node ``o`` hands its edges to a new hidden node ``h_o`` (ids
+        appended) and hangs below it as a leaf. With ``h_o`` a copy of ``o`` the two trees
+        define the same distributions; estimators that give ``h_o`` fewer states than ``o``
+        fit a rank-limited approximation. Returns ``self`` when nothing changes.
+        """
+        internal = [u for u in range(self.n_observed) if self.degree(u) > 1]
+        if not internal or self.n_nodes == 1:
+            return self
+        copy = {o: self.n_nodes + t for t, o in enumerate(internal)}
+        edges = [(copy.get(u, u), copy.get(v, v)) for u, v in self.edges]
+        edges += [(o, h) for o, h in copy.items()]
+        return LatentTree(edges, self.n_observed, feature_names=self.feature_names)
+
+    # ------------------------------------------------------------------ I/O
+    @classmethod
+    def star(cls, n_observed, feature_names=None):
+        """One hidden node (id ``n_observed``) joined to every observed variable."""
+        return cls(
+            [(i, n_observed) for i in range(n_observed)], n_observed, feature_names=feature_names
+        )
+
+    @classmethod
+    def from_edges(cls, edges, n_observed, **kwargs):
+        """Build from an edge list over node ids (observed ``0..n_observed-1`` first)."""
+        return cls(edges, n_observed, **kwargs)
+
+    @classmethod
+    def from_newick(cls, newick, feature_names=None):
+        """Parse a Newick string.
+
+        Leaves (and labelled internal nodes) whose label is one of ``feature_names`` (or,
+        without ``feature_names``, a column index) become observed nodes; unlabelled internal
+        nodes become hidden nodes. Branch lengths are accepted and ignored.
+
+        Examples
+        --------
+        >>> LatentTree.from_newick("((a,b),c,d);", feature_names=["a", "b", "c", "d"]).edges
+        [(0, 5), (1, 5), (2, 4), (3, 4), (4, 5)]
+        """
+        root = _parse_newick(newick)
+        labels = []
+        _collect_labels(root, labels, leaves_only=True)
+        if feature_names is not None:
+            names = [str(f) for f in feature_names]
+            index = {name: i for i, name in enumerate(names)}
+        else:
+            numeric = [lab for lab in labels if lab is not None]
+            if not all(re.fullmatch(r"\d+", lab) for lab in numeric):
+                names_used = [lab for lab in numeric if not re.fullmatch(r"\d+", lab)]
+                raise ValueError(
+                    f"Newick labels {names_used[:5]} are not column indices and no column "
+                    "names are given: pass feature_names (an estimator takes them from the "
+                    "columns of a DataFrame), or label the leaves 0..d-1."
+                )
+            n_obs = max((int(lab) for lab in numeric), default=-1) + 1
+            index = {str(i): i for i in range(n_obs)}
+            names = None
+        n_observed = len(index)
+        _drop_internal_labels(root, index)  # hidden-node names, support values
+        labels = []
+        _collect_labels(root, labels)
+        used = [lab for lab in labels if lab is not None]
+        unknown = sorted({lab for lab in used if lab not in index})
+        if unknown:
+            raise ValueError(f"Newick labels {unknown[:10]} do not match any column.")
+        dup = sorted({lab for lab in used if used.count(lab) > 1})
+        if dup:
+            raise ValueError(f"Newick labels {dup[:10]} appear more than once.")
+        absent = sorted(set(index) - set(used), key=lambda s: index[s])
+        if absent:
+            raise ValueError(f"Columns {absent[:10]} do not appear in the Newick tree.")
+        counter = n_observed
+        ids = {}
+        for node in _postorder(root)[::-1]:  # parents first: hidden ids in preorder
+            if node["label"] is not None:
+                ids[id(node)] = index[node["label"]]
+            elif not node["children"]:
+                raise ValueError("The Newick tree has an unlabelled leaf.")
+            else:
+                ids[id(node)] = counter
+                counter += 1
+        edges = [
+            (ids[id(node)], ids[id(child)])
+            for node in _postorder(root)
+            for child in node["children"]
+        ]
+        return cls(edges, n_observed, feature_names=names)
+
+    def to_newick(self, feature_names=None):
+        """Newick string of the tree rooted at :attr:`root`; observed nodes carry their names."""
+        names = feature_names if feature_names is not None else self.feature_names
+
+        def label(u):
+            if u >= self.n_observed:
+                return ""
+            return _quote(str(names[u])) if names is not None else str(u)
+
+        text = {}
+        for u in self.postorder:  # children first: no recursion, any depth
+            kids = self.children[u]
+            text[u] = label(u)
+            if kids:
+                text[u] = "(" + ",".join(text.pop(c) for c in kids) + ")" + text[u]
+        return text[self.root] + ";"
+
+    @classmethod
+    def from_networkx(cls, graph, feature_names=None):
+        """Build from a networkx graph (or anything with ``.nodes`` and ``.edges``).
+
+        Integer nodes ``0..d-1`` are observed columns; with ``feature_names``, nodes named
+        like a feature are observed and every other node is hidden.
+        """
+        nodes = list(graph.nodes)
+        if feature_names is not None:
+            index = {str(f): i for i, f in enumerate(feature_names)}
+            n_observed = len(index)
+            mapping = {}
+            nxt = n_observed
+            for u in nodes:
+                if str(u) in index:
+                    mapping[u] = index[str(u)]
+                else:
+                    mapping[u] = nxt
+                    nxt += 1
+            names = [str(f) for f in feature_names]
+        else:
+            if not all(isinstance(u, (int, np.integer)) for u in nodes):
+                raise ValueError(
+                    "Graph nodes must be integers (observed columns 0..d-1 first) or "
+                    "feature_names must be given."
+                )
+            n_observed = None
+            mapping = {u: int(u) for u in nodes}
+            names = None
+            hidden_attr = {u for u, d in graph.nodes(data=True) if d.get("hidden")}
+            if hidden_attr:
+                n_observed = min(hidden_attr)
+        if n_observed is None:
+            # observed nodes are the leaves unless told otherwise
+            deg = {u: 0 for u in nodes}
+            for u, v in graph.edges:
+                deg[u] += 1
+                deg[v] += 1
+            leaves = [mapping[u] for u in nodes if deg[u] <= 1]
+            n_observed = max(leaves) + 1 if leaves else 1
+        edges = [(mapping[u], mapping[v]) for u, v in graph.edges]
+        return cls(edges, n_observed, feature_names=names)
+
+    def to_networkx(self):
+        """Return a ``networkx.Graph`` with node attributes ``hidden`` and ``label``."""
+        import networkx as nx
+
+        g = nx.Graph()
+        for u in range(self.n_nodes):
+            hidden = self.is_hidden(u)
+            name = (
+                f"h{u}"
+                if hidden
+                else (self.feature_names[u] if self.feature_names is not None else str(u))
+            )
+            g.add_node(u, hidden=hidden, label=name)
+        g.add_edges_from(self.edges)
+        return g
+
+    @classmethod
+    def coerce(cls, tree, n_features, feature_names=None, observed_leaves_only=True):
+        """Turn any accepted tree specification into a validated ``LatentTree``.
+
+        Accepts a ``LatentTree``, an edge list, a Newick string or a networkx graph.
+        """
+        if isinstance(tree, LatentTree):
+            out = tree
+            if feature_names is not None and tree.feature_names is not None:
+                out = tree.relabelled(feature_names)
+        elif isinstance(tree, str):
+            names = feature_names
+            if names is not None and not _newick_uses(tree, names):
+                names = None
+            out = cls.from_newick(tree, feature_names=names)
+        elif hasattr(tree, "edges") and hasattr(tree, "nodes"):
+            names = feature_names
+            if names is not None and not any(str(u) in set(map(str, names)) for u in tree.nodes):
+                names = None
+            out = cls.from_networkx(tree, feature_names=names)
+        elif isinstance(tree, (Sequence, np.ndarray, Iterable)):
+            edges = [tuple(e) for e in tree]
+            if any(len(e) != 2 for e in edges):
+                raise ValueError("An edge list must hold pairs of node ids.")
+            out = cls(edges, n_features, feature_names=feature_names)
+        else:
+            raise TypeError(
+                "tree must be a LatentTree, an edge list, a Newick string or a networkx graph; "
+                f"got {type(tree).__name__}."
+            )
+        return out.validate_for(n_features, observed_leaves_only=observed_leaves_only)
+
+    # ------------------------------------------------------------------ drawing
+    def draw(self, ax=None, feature_names=None):
+        """Draw the rooted tree with matplotlib (observed nodes shaded)."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(max(4, 0.4 * self.n_observed), 4))
+        names = feature_names if feature_names is not None else self.feature_names
+        depth = np.zeros(self.n_nodes)
+        for u in self.preorder[1:]:
+            depth[u] = depth[self.parent[u]] + 1
+        # leaves left to right in depth-first order (so no two edges cross), every inner
+        # node above the middle of its children
+        x = np.zeros(self.n_nodes)
+        leaves = [u for u in self.depth_first_order() if not self.children[u]]
+        x[leaves] = np.arange(len(leaves))
+        for u in self.postorder:
+            if self.children[u]:
+                x[u] = np.mean([x[c] for c in self.children[u]])
+        for u, v in self.edges:
+            ax.plot([x[u], x[v]], [-depth[u], -depth[v]], color="0.4", lw=1, zorder=1)
+        for u in range(self.n_nodes):
+            hidden = self.is_hidden(u)
+            ax.scatter(
+                x[u],
+                -depth[u],
+                s=120,
+                zorder=2,
+                edgecolors="k",
+                color="white" if hidden else "0.6",
+            )
+            if not hidden:
+                ax.annotate(
+                    str(names[u]) if names is not None else str(u),
+                    (x[u], -depth[u]),
+                    xytext=(0, -12),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=8,
+                )
+        ax.set_axis_off()
+        return ax
+
+    def __repr__(self):
+        return (
+            f"LatentTree(n_observed={self.n_observed}, n_hidden={self.n_nodes - self.n_observed}"
+            f", root={self.root})"
+        )
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, LatentTree)
+            and self.n_observed == other.n_observed
+            and self.edges == other.edges
+        )
+
+    def __hash__(self):
+        return hash((self.n_observed, tuple(self.edges)))
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_hops", None)
+        return state
+
+
+# ---------------------------------------------------------------------- Newick helpers
+_TOKEN = re.compile(r"\s*(\(|\)|,|;|:[^,();]*|'(?:[^']|'')*'|[^,();:\s]+)")
+
+
+def _parse_newick(text):
+    """Parse a Newick string into nested ``{"label", "children"}`` dicts (iteratively, so
+    any nesting depth works)."""
+    tokens = [t for t in _TOKEN.findall(text.strip()) if t.strip()]
+    if not tokens or tokens[-1] != ";":
+        raise ValueError("A Newick string must end with ';'.")
+    root = {"label": None, "children": []}
+    stack = [root]  # open nodes; the last is the one being read
+    current = root
+    pos = 0
+    for pos, tok in enumerate(tokens[:-1]):
+        if tok in "(,":
+            if tok == ",":  # close the sibling just read, open the next one
+                if len(stack) < 2:
+                    raise ValueError(f"Unexpected ',' outside parentheses near token {pos}.")
+                stack.pop()
+            current = {"label": None, "children": []}
+            stack[-1]["children"].append(current)
+            stack.append(current)
+        elif tok == ")":
+            if len(stack) < 2:
+                raise ValueError(f"Unbalanced parentheses in Newick string near token {pos}.")
+            stack.pop()
+            current = stack[-1]
+        elif tok.startswith(":"):
+            continue  # branch lengths are ignored
+        else:
+            if current["label"] is not None:
+                raise ValueError(f"Unexpected text {tok!r} in the Newick string near token {pos}.")
+            current["label"] = tok[1:-1].replace("''", "'") if tok.startswith("'") else tok
+    if len(stack) != 1:
+        raise ValueError("Unbalanced parentheses in the Newick string.")
+    _check_parsed(root)
+    return root
+
+
+def _check_parsed(root):
+    # "(a,b)" opens one child per element: a node is a group of its children, so every
+    # "(" node must have at least one child and the root must be the outer group
+    for node in _postorder(root):
+        for child in node["children"]:
+            if child["label"] is None and not child["children"]:
+                raise ValueError("The Newick tree has an empty element (e.g. '(,a)').")
+    if len(root["children"]) == 1 and root["label"] is None:
+        only = root["children"][0]
+        root["children"], root["label"] = only["children"], only["label"]
+
+
+def _postorder(root):
+    """Nodes of a parsed Newick tree, children before parents (iterative)."""
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(node["children"])
+    return out[::-1]
+
+
+def _collect_labels(node, out, leaves_only=False):
+    for n in _postorder(node)[::-1]:
+        if not (leaves_only and n["children"]):
+            out.append(n["label"])
+
+
+def _drop_internal_labels(node, index):
+    for n in _postorder(node):
+        if n["children"] and n["label"] not in index:
+            n["label"] = None
+
+
+def _quote(name):
+    if re.fullmatch(r"[^,();:\s']+", name):
+        return name
+    return "'" + name.replace("'", "''") + "'"
+
+
+def _newick_uses(text, names):
+    labels = []
+    _collect_labels(_parse_newick(text), labels)
+    names = set(map(str, names))
+    return any(lab in names for lab in labels if lab is not None)

@@ -1,0 +1,144 @@
+"""SpectralLatentTree: the spectral algorithm of papers/003 as an estimator."""
+
+from __future__ import annotations
+
+from sklearn.utils.validation import check_is_fitted
+
+from .._algorithms.spectral import explicit_from_representation, fit_spectral, spectral_log_abs
+from .base import BaseLatentTree
+
+__all__ = ["ObservableMixin", "SpectralLatentTree"]
+
+
+class ObservableMixin:
+    """The raw observable representation of a moment-based estimator, for research."""
+
+    def raw_log_abs(self, X):
+        """Sign and ``log |P_hat(x)|`` of the raw observable-representation estimate.
+
+        ``P_hat`` (papers/003 eq. (34), renormalised to sum to one) is what the moments
+        give before they are turned into explicit tables; it can be negative and is *not*
+        what :meth:`score_samples` returns. ``None`` when the tree has no hidden node.
+
+        Returns
+        -------
+        sign : ndarray of shape (n_samples,)
+        log_abs : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        raw = getattr(self, "raw_estimate_", None)
+        if raw is None:
+            return None
+        codes = self._encode(self._validate_X(X, reset=False))
+        return spectral_log_abs(raw, codes)
+
+
+class SpectralLatentTree(ObservableMixin, BaseLatentTree):
+    """Latent tree model learned by the spectral algorithm of papers/003 (Algorithm 1).
+
+    The joint distribution of the observed variables is first recovered from empirical
+    pair and projected triple marginals through thin SVDs (the observable representation,
+    without EM and without local optima); a three-view tensor decomposition (papers/004)
+    of that estimate's own marginals at every hidden node turns it into explicit
+    conditional tables on the probability simplex, which EM then polishes (moments to
+    start, likelihood to finish). ``score_samples`` is the exact log-likelihood of this
+    normalised model.
+
+    Parameters
+    ----------
+    n_hidden_states : int, default=2
+        ``k'``: number of states of every hidden variable. Any positive number: where the
+        moments support fewer (an edge of lower numerical rank, e.g. binary columns), the
+        spectral estimate uses that rank and the extra states start as copies that EM
+        separates.
+    tree : LatentTree, edge list, Newick string or networkx graph, default=None
+        The latent tree. Observed columns are nodes ``0..n_features-1`` (or feature names
+        in a Newick string / graph), hidden nodes follow; observed variables may be
+        internal nodes. ``None`` learns it from the data with ``structure``.
+    structure : {"auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
+            default="auto"
+        Structure learning when ``tree=None``. ``"auto"`` fits the candidates
+        ``"chow_liu"``, ``"clnj"``, ``"me"`` and ``"star"`` on 80% of the rows (at most
+        20,000) and keeps the one with the best log-likelihood on the other 20% (at most
+        5,000; ``structure_scores_``). ``"chow_liu"``: the maximum-likelihood tree over the
+        columns, no hidden nodes (Chow & Liu 1968). On the spectral tree metric
+        (papers/002 eq. (12)): ``"me"`` BIONJ improved by nearest-neighbour interchanges
+        under balanced minimum evolution
+        (:func:`~ltm_sklearn.structure.minimum_evolution_search`), ``"nj"`` neighbor
+        joining, recursive grouping, Chow-Liu recursive grouping or Chow-Liu neighbor
+        joining (Choi et al. 2011; the last three may place columns at internal nodes,
+        test tolerance ``2 / sqrt(n_samples)``). ``"star"``: one hidden node joined to
+        every column (a latent class model). ``"quartet"``: quartet tests on 4-way
+        moments (papers/001, see :class:`QuartetTreeLearner`).
+    categories : "auto" or list, default="auto"
+        Categories of every column: the observed values (and the declared categories of
+        pandas ``Categorical`` columns), or one list per column (``None`` entries are
+        ``"auto"``), so that models fitted on parts of the data share one encoding.
+    alpha : float, default=0.5
+        Dirichlet pseudo-count added to every table entry by EM (additive smoothing).
+    max_iter : int, default=300
+        EM iterations that polish the moment estimate (``0``: the moment estimate).
+    tol : float, default=1e-4
+        EM stops when an iteration improves the training objective by less than ``tol``
+        nats per row.
+    n_jobs : int, default=None
+        Row chunks counted in parallel threads when estimating moments; the two starts of
+        the minimum-evolution search (``structure="me"``, a candidate of ``"auto"``) in
+        parallel processes.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the held-out split of ``structure="auto"``, the tensor power method's
+        starts and the perturbation of copied hidden states.
+    verbose : int, default=0
+        Print the structure choice of ``"auto"``, the progress of the tree search and of
+        EM.
+
+    Attributes
+    ----------
+    tree_ : LatentTree
+        The tree used (given or learned), rooted at a central node.
+    root_marginal_ : ndarray of shape (k_root,)
+    cpts_ : dict node -> ndarray of shape (k_parent, k_node)
+        ``P(X_u | X_parent(u))`` for every non-root node of ``tree_``.
+    raw_estimate_ : SpectralParams
+        The observable representation before the explicit tables (see
+        :meth:`raw_log_abs`); absent when the tree has no hidden node.
+    categories_ : list of list
+        Categories of every column, in code order.
+    unseen_proba_ : ndarray of shape (n_features,)
+        Likelihood of a category never seen in training.
+    structure_ : str
+        The structure method used (``"given"`` with ``tree``).
+    structure_scores_ : dict
+        Held-out log-likelihood per row of every candidate (``structure="auto"``).
+    lower_bound_ : float
+        Training objective per row (log-likelihood plus log prior) at the last E-step.
+    n_iter_ : int
+    converged_ : bool
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has feature names.
+
+    References
+    ----------
+    A. P. Parikh, L. Song, E. P. Xing. A Spectral Algorithm for Latent Tree Graphical Models.
+    ICML 2011 (papers/003), Algorithm 1 and eqs. (29)-(34). A. Anandkumar et al. Tensor
+    Decompositions for Learning Latent Variable Models (papers/004), Theorems 2.3-2.4.
+
+    Examples
+    --------
+    >>> from ltm_sklearn import SpectralLatentTree
+    >>> from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
+    >>> truth = LatentTreeModel.random(balanced_binary_tree(8), n_hidden_states=2,
+    ...                                n_observed_states=3, random_state=0)
+    >>> X = truth.sample(20000, random_state=1)
+    >>> est = SpectralLatentTree(n_hidden_states=2, tree=truth.tree).fit(X)
+    >>> X_test = truth.sample(1000, random_state=2)
+    >>> gap = truth.log_likelihood(X_test).mean() - est.score(X_test)
+    >>> bool(abs(gap) < 0.02)
+    True
+    """
+
+    def _initial_parameters(self, tree, moments, rng):
+        return explicit_from_representation(
+            tree, moments, self.n_hidden_states, self._unseen_proba(moments), fit_spectral, rng
+        )
