@@ -13,7 +13,8 @@ inside down to ``X_rep``, so ``P B = P[x_S1, X_ref]`` and ``A^T P = P[X_rep, x_S
 
 * Correctly specified (``k' = k``), Theorem 3: ``M = (A^T P B)^-1`` after projecting on the
   top singular vectors of the pair ``P[X_rep, X_ref]`` (section 4.1). This is exactly the
-  spectral algorithm of papers/003 (eq. (4)), :func:`~ltm_sklearn._algorithms.spectral.inverse_linker`.
+  spectral algorithm of papers/003 (eq. (4)),
+  :func:`~ltm_sklearn._algorithms.spectral.inverse_linker`.
 * Misspecified (``k' < k``): the rank-``k'`` linker of eq. (5)-(6),
 
       M* = argmin_{rank M <= k'} ||P - (P B) M (A^T P)||_F

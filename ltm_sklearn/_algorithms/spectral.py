@@ -253,8 +253,9 @@ def spectral_log_abs(params, codes):
 
     ``codes`` has shape ``(n_features, N)``, or is an object with a ``shape`` and a method
     ``leaf_messages(j, table) -> (r, N)`` that evaluates the leaf tables on other feature
-    maps (kernel features, :mod:`ltm_sklearn._estimators.kernel`); rows ``-2`` / ``-1`` of a leaf table
-    are the messages of a missing / unseen entry. Messages are held feature-major, ``(r, N)``.
+    maps (kernel features, :mod:`ltm_sklearn._estimators.kernel`); rows ``-2`` / ``-1`` of a
+    leaf table are the messages of a missing / unseen entry. Messages are held
+    feature-major, ``(r, N)``.
     Leaf messages are rows of orthonormal ``U`` (entries bounded by ``sqrt(n_states)``);
     every internal message is rescaled so that its max-abs entry is 1 and the log of the
     factor accumulated, so a 200-leaf chain neither underflows nor overflows. The result

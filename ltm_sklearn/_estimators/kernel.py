@@ -106,7 +106,8 @@ class _KernelData:
 class KernelEvaluation:
     """Rows to score, evaluated lazily column by column on the fitted feature maps.
 
-    Plays the role of the category codes in :func:`~ltm_sklearn._algorithms.spectral.spectral_log_abs`:
+    Plays the role of the category codes in
+    :func:`~ltm_sklearn._algorithms.spectral.spectral_log_abs`:
     the message of leaf ``j`` is ``table^T phi_j(x_j)``; a NaN entry sends the integral
     row of the table.
     """
