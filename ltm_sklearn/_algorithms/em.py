@@ -19,7 +19,9 @@ from .._engine.inference import CodeEvidence, expected_counts
 __all__ = [
     "m_step",
     "log_prior",
+    "pseudo_counts",
     "fit_em",
+    "minibatch_em",
     "random_cpts",
     "node_states",
     "unique_rows",
@@ -45,18 +47,51 @@ def random_cpts(tree, n_states, random_state=None):
     return root, cpts
 
 
+def pseudo_counts(tree, alpha, root_marginal, cpts):
+    """Pseudo-count of one entry of every table under the Dirichlet prior of ``alpha``.
+
+    The table of an observed node gets ``alpha`` per entry (additive smoothing of its
+    categories, as in ``CategoricalNB``). The states of a hidden node are exchangeable
+    labels, so the prior on a distribution over them should not grow with their number:
+    it gets the total ``2 * alpha`` spread over its ``k'`` states (``alpha * 2 / k'`` per
+    entry; ``alpha`` per entry at ``k' <= 2``), a Dirichlet of the same strength whatever
+    ``k'`` - measured on the density benchmark's valid splits, a per-entry pseudo-count
+    that does not shrink with ``k'`` smooths a 64-state table away (nltcs, hidden
+    Chow-Liu tree: valid -6.07 at 0.5 per entry, -5.94 with the total fixed).
+
+    Returns
+    -------
+    root_alpha : float
+    alphas : dict node -> float
+    """
+
+    def entry(u, k):
+        return float(alpha) if u < tree.n_observed else float(alpha) * min(1.0, 2.0 / k)
+
+    return entry(tree.root, len(root_marginal)), {u: entry(u, c.shape[1]) for u, c in cpts.items()}
+
+
+def _split(alpha, keys):
+    """``(root pseudo-count, {node: pseudo-count})`` from a float or such a pair."""
+    if isinstance(alpha, tuple):
+        return alpha
+    return float(alpha), dict.fromkeys(keys, float(alpha))
+
+
 def m_step(root_counts, edge_counts, alpha=0.0):
     """MAP tables from expected counts: add the pseudo-count ``alpha`` (a symmetric
     Dirichlet(``alpha + 1``) prior on every row) and renormalise.
 
-    ``alpha = 0`` is maximum likelihood; a count of exactly zero then stays a probability
-    of zero.
+    ``alpha`` is one pseudo-count for every entry, or a pair ``(root pseudo-count,
+    {node: pseudo-count})`` (:func:`pseudo_counts`). ``alpha = 0`` is maximum likelihood;
+    a count of exactly zero then stays a probability of zero.
     """
-    root = root_counts + alpha
+    root_alpha, alphas = _split(alpha, edge_counts)
+    root = root_counts + root_alpha
     root = root / root.sum() if root.sum() > 0 else np.full(root.shape, 1.0 / root.size)
     cpts = {}
     for u, c in edge_counts.items():
-        c = c + alpha
+        c = c + alphas[u]
         s = c.sum(axis=1, keepdims=True)
         cpts[u] = np.where(s > 0, c / np.where(s > 0, s, 1.0), 1.0 / c.shape[1])
     return root, cpts
@@ -64,12 +99,15 @@ def m_step(root_counts, edge_counts, alpha=0.0):
 
 def log_prior(root_marginal, cpts, alpha):
     """``alpha * sum log theta`` over every table entry: the log-density (up to a
-    constant) of the Dirichlet prior that :func:`m_step` maximises against."""
-    if alpha == 0:
-        return 0.0
+    constant) of the Dirichlet prior that :func:`m_step` maximises against (``alpha`` a
+    float or a pair as in :func:`m_step`)."""
+    root_alpha, alphas = _split(alpha, cpts)
     with np.errstate(divide="ignore"):
-        total = np.log(root_marginal).sum() + sum(np.log(c).sum() for c in cpts.values())
-    return float(alpha * total)
+        total = root_alpha * np.log(root_marginal).sum() if root_alpha else 0.0
+        for u, c in cpts.items():
+            if alphas[u]:
+                total += alphas[u] * np.log(c).sum()
+    return float(total)
 
 
 #: growth of the over-relaxation step after an accepted step (adaptive over-relaxed EM)
@@ -101,6 +139,8 @@ def fit_em(
     tol=1e-4,
     accelerate=True,
     verbose=0,
+    n_jobs=None,
+    dtype=np.float64,
 ):
     """Iterate (over-relaxed) EM from a starting point.
 
@@ -129,11 +169,16 @@ def fit_em(
         and whose ``total_weight`` is their weight (the distributed E-step).
     weights : ndarray of shape (n_rows,) or None
     alpha : float, default=0.0
-        Dirichlet pseudo-count of :func:`m_step`.
+        Strength of the Dirichlet prior: the pseudo-count of an observed node's table
+        entry, spread as :func:`pseudo_counts` says over a hidden node's states.
     max_iter : int, default=100
     tol : float, default=1e-4
     accelerate : bool, default=True
         Over-relaxed steps (``False``: plain EM).
+    n_jobs : int, default=None
+        Threads over blocks of rows in the E-step.
+    dtype : {np.float64, np.float32}, default=np.float64
+        Precision of the E-step's messages (:func:`expected_counts`).
 
     Returns
     -------
@@ -148,13 +193,16 @@ def fit_em(
     """
     if max_iter == 0:
         return root_marginal, cpts, float("nan"), 0, True, []
+    alpha = pseudo_counts(tree, alpha, root_marginal, cpts)
     total = float(np.sum(weights)) if weights is not None else evidence.total_weight
 
     def e_step(root, tables):
         if weights is None:  # an E-step that sums over its own rows (distributed data)
             value, rc, ec = evidence.expected_totals(tree, root, tables)
         else:
-            ll, rc, ec = expected_counts(tree, root, tables, evidence, weights)
+            ll, rc, ec = expected_counts(
+                tree, root, tables, evidence, weights, n_jobs=n_jobs, dtype=dtype
+            )
             with np.errstate(invalid="ignore"):
                 value = float(weights @ np.where(weights > 0, ll, 0.0))
         return (value + log_prior(root, tables, alpha)) / total, m_step(rc, ec, alpha)
@@ -182,6 +230,84 @@ def fit_em(
     return root_marginal, cpts, objective, n_iter, converged, history
 
 
+def minibatch_em(
+    tree,
+    root_marginal,
+    cpts,
+    evidence,
+    weights,
+    *,
+    alpha=0.0,
+    n_epochs=5,
+    batch_size=1024,
+    decay=0.6,
+    random_state=None,
+    n_jobs=None,
+    dtype=np.float64,
+    verbose=0,
+):
+    """Stepwise (mini-batch) EM: a few passes over shuffled batches of rows.
+
+    The running expected counts move toward each batch's counts scaled to the whole
+    data, ``mu <- (1 - eta_t) mu + eta_t (W / W_batch) s_batch``, and the tables are the
+    M-step of ``mu`` after every batch (stepwise EM of Sato & Ishii 2000 and Liang & Klein,
+    NAACL 2009, with step sizes ``eta_t = (t + 2) ** -decay``, ``0.5 < decay <= 1``). Many
+    cheap updates per pass bring a random or moment start near an optimum in a few
+    passes; full-batch EM (:func:`fit_em`) finishes from there, as the objective is only
+    guaranteed not to decrease for full-batch steps.
+
+    Parameters
+    ----------
+    tree, root_marginal, cpts, evidence, weights, alpha : as in :func:`fit_em`
+        ``weights`` must be given (an array).
+    n_epochs : int, default=5
+        Passes over the rows.
+    batch_size : int, default=1024
+        Rows per batch.
+    decay : float, default=0.6
+        Exponent of the step-size schedule.
+    random_state : int, RandomState instance or None
+        Shuffles the rows of every pass.
+    n_jobs, dtype : as in :func:`fit_em`.
+
+    Returns
+    -------
+    root_marginal, cpts : the tables after the last batch.
+    n_batches : int
+        Updates made.
+    """
+    if not 0.5 < decay <= 1:
+        raise ValueError(f"decay must be in (0.5, 1], got {decay}.")
+    rng = check_random_state(random_state)
+    alpha = pseudo_counts(tree, alpha, root_marginal, cpts)
+    weights = np.asarray(weights, dtype=float)
+    rows = np.flatnonzero(weights > 0)
+    total = weights[rows].sum()
+    mu_root, mu_edges = None, None
+    step = 0
+    for epoch in range(n_epochs):
+        order = rng.permutation(rows)
+        for start in range(0, order.size, batch_size):
+            batch = np.sort(order[start : start + batch_size])
+            w = weights[batch]
+            _, rc, ec = expected_counts(
+                tree, root_marginal, cpts, evidence.block(batch), w, n_jobs=n_jobs, dtype=dtype
+            )
+            scale = total / w.sum()
+            eta = 1.0 if mu_root is None else (step + 2.0) ** -decay
+            if mu_root is None:
+                mu_root, mu_edges = rc * scale, {u: c * scale for u, c in ec.items()}
+            else:
+                mu_root = (1 - eta) * mu_root + eta * scale * rc
+                for u, c in ec.items():
+                    mu_edges[u] = (1 - eta) * mu_edges[u] + eta * scale * c
+            root_marginal, cpts = m_step(mu_root, mu_edges, alpha)
+            step += 1
+        if verbose > 1:
+            print(f"  mini-batch EM pass {epoch + 1}/{n_epochs}: {step} updates")
+    return root_marginal, cpts, step
+
+
 #: with more rows than twice this, EM first converges on a random subsample of this size
 STAGE_ROWS = 20_000
 
@@ -199,6 +325,8 @@ def polish(
     tol=1e-4,
     random_state=None,
     verbose=0,
+    n_jobs=None,
+    dtype=np.float64,
 ):
     """EM from a starting point on category codes, identical rows merged.
 
@@ -226,6 +354,8 @@ def polish(
             max_iter=max_iter,
             tol=tol,
             verbose=verbose,
+            n_jobs=n_jobs,
+            dtype=dtype,
         )
         if verbose:
             print(
@@ -243,6 +373,8 @@ def polish(
         max_iter=max_iter,
         tol=tol,
         verbose=verbose,
+        n_jobs=n_jobs,
+        dtype=dtype,
     )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
+from threadpoolctl import threadpool_limits
 
 MISSING = -1
 UNSEEN = -2
@@ -78,18 +79,22 @@ class CodeEvidence:
 
     def _augment(self, u, table):
         total = table.sum(axis=1, keepdims=True)
-        return np.hstack([table, total, self.unseen[u] * total])
+        return np.hstack([table, total, (self.unseen[u] * total).astype(table.dtype)])
 
     def message(self, u, cpt):
         return np.take(self._augment(u, cpt), self.index[u], axis=1)
 
-    def evidence(self, u):
-        return np.take(self._augment(u, np.eye(int(self.n_states[u]))), self.index[u], axis=1)
+    def evidence(self, u, dtype=np.float64):
+        table = np.eye(int(self.n_states[u]), dtype=dtype)
+        return np.take(self._augment(u, table), self.index[u], axis=1)
 
     def leaf_counts(self, u, W):
+        """``W @ e_u^T``: one small matrix product with the one-hot columns of the codes
+        (missing and unseen entries as two extra columns)."""
         n = int(self.n_states[u])
-        idx = self.index[u]
-        T = np.stack([np.bincount(idx, weights=row, minlength=n + 2) for row in W])
+        onehot = np.zeros((self.n_rows, n + 2), dtype=W.dtype)
+        onehot[np.arange(self.n_rows), self.index[u]] = 1
+        T = W @ onehot
         return T[:, :n] + T[:, n : n + 1] + self.unseen[u] * T[:, n + 1 :]
 
 
@@ -113,49 +118,86 @@ class DenseEvidence:
         return DenseEvidence({u: v[rows] for u, v in self.vectors.items()})
 
     def message(self, u, cpt):
-        return cpt @ self.vectors[u].T
+        return cpt @ self.vectors[u].T.astype(cpt.dtype, copy=False)
 
-    def evidence(self, u):
-        return np.ascontiguousarray(self.vectors[u].T)
+    def evidence(self, u, dtype=np.float64):
+        return np.ascontiguousarray(self.vectors[u].T, dtype=dtype)
 
     def leaf_counts(self, u, W):
-        return W @ self.vectors[u]
+        return W @ self.vectors[u].astype(W.dtype, copy=False)
 
 
 # ---------------------------------------------------------------------- passes
-def _rows(n, n_jobs):
-    n_blocks = max(1, -(-n // BLOCK_ROWS))
+#: elements (states x rows) of one message in a block: blocks of about this size keep the
+#: working set of a pass in cache (rows per block between MIN and BLOCK_ROWS)
+_BLOCK_ELEMENTS = 1 << 16
+_MIN_BLOCK_ROWS = 512
+
+
+def _block_rows(tree_states):
+    """Rows per block for messages of at most ``tree_states`` states."""
+    rows = _BLOCK_ELEMENTS // max(int(tree_states), 1)
+    return int(min(BLOCK_ROWS, max(_MIN_BLOCK_ROWS, rows)))
+
+
+def _rows(n, n_jobs, block_rows=BLOCK_ROWS):
+    n_blocks = max(1, -(-n // block_rows))
     bounds = np.linspace(0, n, n_blocks + 1).astype(int)
     return [slice(bounds[i], bounds[i + 1]) for i in range(n_blocks)], effective_n_jobs(n_jobs)
 
 
-def _map_blocks(func, evidence, weights, n_jobs, *args):
-    blocks, jobs = _rows(evidence.n_rows, n_jobs)
-    calls = (
-        delayed(func)(evidence.block(s), None if weights is None else weights[s], *args)
-        for s in blocks
+def _max_states(cpts, root_marginal):
+    return max([len(root_marginal)] + [max(c.shape) for c in cpts.values()])
+
+
+def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, *args):
+    """``func(block evidence, block weights, tree, root, cpts, *args)`` over row blocks,
+    in threads with ``n_jobs``; BLAS single-threaded, so the blocks share the cores
+    instead of oversubscribing them."""
+    rows = _block_rows(_max_states(cpts, root_marginal))
+    blocks, jobs = _rows(evidence.n_rows, n_jobs, rows)
+
+    def call(s):
+        w = None if weights is None else weights[s]
+        return func(evidence.block(s), w, tree, root_marginal, cpts, *args)
+
+    # single-threaded BLAS: the products are small (k' x k' by k' x rows), and BLAS
+    # threads that wait for each other on busy cores slowed an E-step 50-fold (measured)
+    with threadpool_limits(1, user_api="blas"):
+        if jobs == 1 or len(blocks) == 1:
+            return [call(s) for s in blocks]
+        return Parallel(n_jobs=jobs, prefer="threads")(delayed(call)(s) for s in blocks)
+
+
+def _as_dtype(root_marginal, cpts, dtype):
+    """The tables in the working precision of the passes."""
+    return (
+        np.asarray(root_marginal, dtype=dtype),
+        {u: np.asarray(c, dtype=dtype) for u, c in cpts.items()},
     )
-    if jobs == 1 or len(blocks) == 1:
-        return [c[0](*c[1], **c[2]) for c in calls]
-    return Parallel(n_jobs=n_jobs, prefer="threads")(calls)
 
 
-def _rescale(b, log_scale):
-    s = b.max(axis=0)
-    s = np.where(s > 0, s, 1.0)
-    b /= s
-    log_scale += np.log(s)
+def _normalise_columns(m, log_scale):
+    """Divide every column of ``m`` by its sum (in place); add the logs to ``log_scale``;
+    return the sums (1 where a column sums to 0)."""
+    s = m.sum(axis=0)
+    s[s <= 0] = 1
+    m /= s
+    log_scale += np.log(s, dtype=np.float64)
+    return s
 
 
 def _upward(tree, root_marginal, cpts, ev, keep):
-    """Upward pass on one block: ``(lik, log_scale, beta, msg)``.
+    """Upward pass on one block: ``(lik, log_scale, beta, msg, scale)``.
 
     ``beta[u]`` (internal nodes, ``keep=True``) is the evidence of ``u`` times its children's
-    messages; ``msg[u]`` the rescaled message to the parent. ``P(x) = lik * exp(log_scale)``.
+    messages; ``msg[u]`` the message to the parent, divided column-wise by ``scale[u]``
+    (its column sums; hidden and internal nodes only). ``P(x) = lik * exp(log_scale)``.
     """
     n = ev.n_rows
+    dtype = root_marginal.dtype
     log_scale = np.zeros(n)
-    beta, msg = {}, {}
+    beta, msg, scale = {}, {}, {}
     lik = None
     for u in tree.postorder:
         kids = tree.children[u]
@@ -166,38 +208,49 @@ def _upward(tree, root_marginal, cpts, ev, keep):
                     raise ValueError(f"Hidden node {u} is a leaf: it carries no information.")
                 msg[u] = ev.message(u, cpts[u])
                 continue
-            b = ev.evidence(u)
+            b = ev.evidence(u, dtype)
         else:
-            b = (msg[kids[0]] if keep else msg.pop(kids[0])).copy()
-            for t, c in enumerate(kids[1:], start=1):
+            first = msg[kids[0]] if keep else msg.pop(kids[0])
+            b = first * (msg[kids[1]] if keep else msg.pop(kids[1])) if len(kids) > 1 else first
+            if len(kids) == 1:
+                b = b.copy()
+            for t, c in enumerate(kids[2:], start=2):
                 b *= msg[c] if keep else msg.pop(c)
                 if t % _RESCALE_EVERY == 0:
                     _rescale(b, log_scale)
             if observed:
-                b *= ev.evidence(u)
+                b *= ev.evidence(u, dtype)
         if keep:
             beta[u] = b
         if u == tree.root:
-            lik = root_marginal @ b
+            lik = (root_marginal @ b).astype(np.float64)
             break
         m = cpts[u] @ b
-        s = m.sum(axis=0)
-        s = np.where(s > 0, s, 1.0)
-        m /= s
-        log_scale += np.log(s)
+        scale[u] = _normalise_columns(m, log_scale)
         msg[u] = m
-    return lik, log_scale, beta, msg
+    return lik, log_scale, beta, msg, scale
+
+
+def _rescale(b, log_scale):
+    s = b.max(axis=0)
+    s[s <= 0] = 1
+    b /= s
+    log_scale += np.log(s, dtype=np.float64)
 
 
 def _excluding_each(base, msgs):
     """``base * prod_{j != i} msgs[j]`` for every ``i`` (prefix and suffix products,
     rescaled column-wise: only ratios over the parent's states matter)."""
     k = len(msgs)
+    if k == 1:
+        return [base]
+    if k == 2:
+        return [base * msgs[1], base * msgs[0]]
     prefix = [base]
     for m in msgs[:-1]:
         p = prefix[-1] * m
         if len(msgs) > _RESCALE_EVERY:
-            p /= np.where((s := p.max(axis=0)) > 0, s, 1.0)
+            p /= np.where((s := p.max(axis=0)) > 0, s, 1)
         prefix.append(p)
     out = [None] * k
     suffix = None
@@ -205,7 +258,7 @@ def _excluding_each(base, msgs):
         out[i] = prefix[i] if suffix is None else prefix[i] * suffix
         suffix = msgs[i] if suffix is None else suffix * msgs[i]
         if len(msgs) > _RESCALE_EVERY:
-            suffix = suffix / np.where((s := suffix.max(axis=0)) > 0, s, 1.0)
+            suffix = suffix / np.where((s := suffix.max(axis=0)) > 0, s, 1)
     return out
 
 
@@ -224,23 +277,25 @@ def _downward(tree, root_marginal, cpts, ev, beta, msg):
             continue
         base = alpha.pop(p)
         if p < tree.n_observed:
-            base = base * ev.evidence(p)
+            base = base * ev.evidence(p, base.dtype)
         for c, excl in zip(kids, _excluding_each(base, [msg[c] for c in kids])):
             a = None
             if tree.children[c]:
                 a = cpts[c].T @ excl
-                a /= np.where((s := a.sum(axis=0)) > 0, s, 1.0)
+                s = a.sum(axis=0)
+                s[s <= 0] = 1
+                a /= s
                 alpha[c] = a
             yield c, excl, a
 
 
 def _log_likelihood_block(ev, _, tree, root_marginal, cpts):
-    lik, log_scale, _, _ = _upward(tree, root_marginal, cpts, ev, keep=False)
+    lik, log_scale, _, _, _ = _upward(tree, root_marginal, cpts, ev, keep=False)
     with np.errstate(divide="ignore"):
         return np.log(lik) + log_scale
 
 
-def log_likelihood(tree, root_marginal, cpts, evidence, n_jobs=None):
+def log_likelihood(tree, root_marginal, cpts, evidence, n_jobs=None, dtype=np.float64):
     """Exact ``log P(x_observed)`` of each row under a latent tree with explicit CPTs.
 
     Parameters
@@ -253,11 +308,14 @@ def log_likelihood(tree, root_marginal, cpts, evidence, n_jobs=None):
     evidence : CodeEvidence or DenseEvidence
     n_jobs : int, default=None
         Blocks of rows processed in parallel threads.
+    dtype : {np.float64, np.float32}, default=np.float64
+        Precision of the messages (the log-likelihood is accumulated in float64).
 
     Returns
     -------
     ndarray of shape (n_rows,)
     """
+    root_marginal, cpts = _as_dtype(root_marginal, cpts, dtype)
     parts = _map_blocks(_log_likelihood_block, evidence, None, n_jobs, tree, root_marginal, cpts)
     return np.concatenate(parts) if parts else np.zeros(0)
 
@@ -272,23 +330,36 @@ def _safe_ratio(w, lik):
 
 
 def _counts_block(ev, w, tree, root_marginal, cpts):
-    lik, log_scale, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
+    lik, log_scale, beta, msg, scale = _upward(tree, root_marginal, cpts, ev, keep=True)
+    dtype = root_marginal.dtype
     with np.errstate(divide="ignore"):
         loglik = np.log(lik) + log_scale
-    root_counts = root_marginal * (beta[tree.root] @ _safe_ratio(w, lik))
+    root_counts = root_marginal * (beta[tree.root] @ _safe_ratio(w, lik).astype(dtype))
     edge_counts = {}
     for c, excl, _ in _downward(tree, root_marginal, cpts, ev, beta, msg):
-        inner = tree.children[c]
-        m = cpts[c] @ beta[c] if inner else msg[c]  # the message of c before rescaling
-        z = np.einsum("ij,ij->j", excl, m)
-        W = excl * _safe_ratio(w, z)
-        stats = W @ beta[c].T if inner else ev.leaf_counts(c, W)
-        edge_counts[c] = cpts[c] * stats
-    return loglik, root_counts, edge_counts
+        # P(x_p, x_c | row) = excl[x_p] cpt[x_p, x_c] beta_c[x_c] / z, where
+        # z = excl . (cpt @ beta_c) = scale_c * (excl . msg_c)
+        z = np.einsum("ij,ij->j", excl, msg[c])
+        if c in scale:
+            z *= scale[c]
+        W = excl * _safe_ratio(w, z.astype(np.float64)).astype(dtype)
+        stats = W @ beta[c].T if tree.children[c] else ev.leaf_counts(c, W)
+        edge_counts[c] = (cpts[c] * stats).astype(np.float64)
+    return loglik, root_counts.astype(np.float64), edge_counts
 
 
-def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None):
+def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None, dtype=np.float64):
     """E-step: per-row log-likelihood and expected sufficient statistics.
+
+    Parameters
+    ----------
+    tree, root_marginal, cpts, evidence : as in :func:`log_likelihood`.
+    weights : ndarray of shape (n_rows,)
+    n_jobs : int, default=None
+        Blocks of rows processed in parallel threads.
+    dtype : {np.float64, np.float32}, default=np.float64
+        Precision of the messages and matrix products; counts are summed over blocks
+        in float64.
 
     Returns
     -------
@@ -299,6 +370,7 @@ def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None):
         ``sum_r w_r P(x_parent, x_node | row r)`` for every non-root node.
     """
     weights = np.asarray(weights, dtype=float)
+    root_marginal, cpts = _as_dtype(root_marginal, cpts, dtype)
     parts = _map_blocks(_counts_block, evidence, weights, n_jobs, tree, root_marginal, cpts)
     loglik = np.concatenate([p[0] for p in parts])
     root_counts = sum(p[1] for p in parts)
@@ -307,7 +379,7 @@ def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None):
 
 
 def _posterior_block(ev, _, tree, root_marginal, cpts, nodes):
-    lik, _, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
+    lik, _, beta, msg, _ = _upward(tree, root_marginal, cpts, ev, keep=True)
     alpha = {tree.root: np.repeat(root_marginal[:, None], ev.n_rows, axis=1)}
     wanted = set(nodes)
     for c, _, a in _downward(tree, root_marginal, cpts, ev, beta, msg):
@@ -331,6 +403,7 @@ def hidden_posteriors(tree, root_marginal, cpts, evidence, nodes=None, n_jobs=No
     leaves = [u for u in nodes if not tree.children[u] and u != tree.root]
     if leaves:
         raise ValueError(f"Posteriors are computed for internal nodes; {leaves[:5]} are leaves.")
+    root_marginal, cpts = _as_dtype(root_marginal, cpts, np.float64)
     parts = _map_blocks(_posterior_block, evidence, None, n_jobs, tree, root_marginal, cpts, nodes)
     return {u: np.vstack([p[u] for p in parts]) for u in nodes}
 

@@ -33,6 +33,7 @@ __all__ = [
     "KernelMoments",
     "rbf_features",
     "weighted_quantiles",
+    "row_keys",
     "MISSING",
     "UNSEEN",
 ]
@@ -432,6 +433,57 @@ class MomentEstimator:
         """
         sums = self._map_chunks(_projected_sums, self.n_states, requests)
         return [_normalise(t, w) for t, w in sums]
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(h):
+    """The finaliser of splitmix64: a bijection of uint64 that scatters nearby inputs."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * np.uint64(0xBF58476D1CE4E5B9)
+    h = h ^ (h >> np.uint64(27))
+    h = h * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def row_keys(values, seed=0):
+    """A uniform key in ``[0, 1)`` for every row, a function of the rows themselves.
+
+    The key of a row depends on its values, on how many identical rows come before it,
+    and on ``seed`` - not on where the row sits in the data. Splitting rows by their keys
+    (e.g. ``keys < 0.2`` held out) therefore gives the same two multisets of rows however
+    the data were ordered, batched (``partial_fit``) or partitioned.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_features, n_rows)
+        Category codes or numbers (NaN allowed), feature-major.
+    seed : int, default=0
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+    """
+    values = np.asarray(values)
+    n = values.shape[1]
+    if values.dtype.kind == "f":
+        v = np.where(np.isnan(values), np.nan, values + 0.0)  # one NaN, no negative zero
+        bits = np.ascontiguousarray(v, dtype=np.float64).view(np.uint64)
+    else:
+        bits = values.astype(np.int64).view(np.uint64)
+    with np.errstate(over="ignore"):
+        h = np.full(n, _mix(np.uint64(seed) + _GOLDEN))
+        for column in bits:
+            h = _mix(h ^ (column + _GOLDEN))
+        order = np.argsort(h, kind="stable")
+        sorted_h = h[order]
+        starts = np.r_[True, sorted_h[1:] != sorted_h[:-1]]
+        first = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
+        occurrence = np.empty(n, dtype=np.uint64)
+        occurrence[order] = (np.arange(n) - first).astype(np.uint64)
+        key = _mix(h + occurrence * _GOLDEN)
+    return (key >> np.uint64(11)).astype(np.float64) / float(2**53)
 
 
 def _normalise(table, total):

@@ -52,6 +52,8 @@ from .._algorithms.em import fit_em, polish
 from .._algorithms.structure import (
     STRUCTURE_METHODS,
     chow_liu,
+    grouped_chow_liu,
+    hidden_chow_liu,
     learn_tree,
     learn_tree_quartets,
     mutual_information,
@@ -59,15 +61,29 @@ from .._algorithms.structure import (
 )
 from .._algorithms.tensor import expand_states
 from .._engine.inference import CodeEvidence, hidden_posteriors, log_likelihood, sample_states
-from .._engine.moments import CategoricalEncoder, MomentEstimator, declared_categories
+from .._engine.moments import CategoricalEncoder, MomentEstimator, declared_categories, row_keys
 from .._engine.tree import LatentTree
 from .._sources.distributed import dask_moments
 from .._sources.streaming import RowStatistics
 
 __all__ = ["BaseLatentTree", "FittedModel", "AUTO_CANDIDATES"]
 
-#: candidate structures compared by ``structure="auto"``
-AUTO_CANDIDATES = ("chow_liu", "clnj", "me", "star")
+#: candidate structures compared by ``structure="auto"``, in the order that breaks ties
+#: (held-out scores within ``_TIE_TOL``): latent structures first
+AUTO_CANDIDATES = ("me", "clnj", "hclt", "grouped_hclt", "chow_liu", "star")
+#: structures whose tree does not depend on ``k'`` (learned once per selection)
+_K_FREE_STRUCTURES = ("given", "chow_liu", "hclt", "grouped_hclt", "star")
+#: ``n_hidden_states="auto"``: the ``k'`` tried, grown while the held-out likelihood improves
+AUTO_HIDDEN_STATES = (1, 2, 4, 8, 16, 32, 64, 128)
+#: candidate structures carried from one ``k'`` to the next by ``n_hidden_states="auto"``
+_AUTO_KEEP = 2
+#: held-out scores (nats per row) closer than this are a tie, broken by a fixed order
+_TIE_TOL = 1e-6
+#: memory the tables of one model may take (EM holds a few copies), in bytes
+_TABLE_MEMORY = 2**30
+#: from this many hidden states on, EM's messages are float32 (the held-out likelihood
+#: moved by under 1e-6 nats per row at k' = 16-128 on the density benchmark; 2x faster)
+_FLOAT32_STATES = 16
 #: share of the rows held out to compare candidate structures, and the largest numbers of
 #: training and validation rows the comparison reads (a random subsample beyond that)
 _VALIDATION_SHARE = 0.2
@@ -87,6 +103,8 @@ _STREAM_BUILT = (
     "tree_",
     "structure_",
     "structure_scores_",
+    "n_hidden_states_",
+    "n_hidden_states_scores_",
     "root_marginal_",
     "cpts_",
     "lower_bound_",
@@ -131,7 +149,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the discrete latent tree estimators (see the module docstring)."""
 
     _parameter_constraints: dict = {
-        "n_hidden_states": [Interval(Integral, 1, None, closed="left")],
+        "n_hidden_states": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "tree": "no_validation",  # LatentTree, edge list, Newick string or networkx graph
         "structure": [StrOptions(set(STRUCTURE_METHODS))],
         "categories": [StrOptions({"auto"}), list],
@@ -221,10 +239,14 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             return LatentTree.star(d)
         if method == "chow_liu":
             return chow_liu(mutual_information(moments))
+        if method == "hclt":
+            return hidden_chow_liu(mutual_information(moments))
+        if method == "grouped_hclt":
+            return grouped_chow_liu(mutual_information(moments))
         if method == "quartet":  # on Dask the tests, asked one after another, read the sample
             sample = moments.sample_moments() if hasattr(moments, "sample_moments") else moments
-            return learn_tree_quartets(sample, self.n_hidden_states)[0]
-        D = spectral_distance(moments, self.n_hidden_states)
+            return learn_tree_quartets(sample, self.n_hidden_states_)[0]
+        D = spectral_distance(moments, self.n_hidden_states_)
         return learn_tree(
             D,
             method,
@@ -244,23 +266,18 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         tree = self._build_tree(sub, method)
         return _attach_columns(tree, informative, d)
 
-    def _resolve_tree(self, moments):
-        """The given tree, or one learned (or selected) from the data; rooted at its
-        centre."""
+    def _resolve_tree(self, moments, structure):
+        """The given tree (``structure="given"``) or one learned with ``structure`` from
+        the data; rooted at its centre."""
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(f) for f in names]
         d = len(moments.n_states)
-        given, method = self._structure_spec()
-        self.structure_scores_ = {}
-        if given is not None:
-            tree = LatentTree.coerce(given, d, feature_names=names, observed_leaves_only=False)
-            self.structure_ = "given"
-        elif method == "auto":
-            self.structure_ = self._select_structure(moments)
-            tree = self._learn_tree(moments, self.structure_)
+        if structure == "given":
+            tree = LatentTree.coerce(
+                self._structure_spec()[0], d, feature_names=names, observed_leaves_only=False
+            )
         else:
-            self.structure_ = method
-            tree = self._learn_tree(moments, method)
+            tree = self._learn_tree(moments, structure)
         return LatentTree(tree.edges, d, feature_names=names)
 
     def _structure_spec(self):
@@ -270,40 +287,158 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     def _auto_candidates(self):
         return AUTO_CANDIDATES
 
-    def _select_structure(self, moments):
-        """``structure="auto"``: the candidate with the best held-out log-likelihood.
+    def _candidate_structures(self):
+        """The structures a selection compares: the given tree, the named method, or the
+        ``structure="auto"`` candidates."""
+        given, method = self._structure_spec()
+        if given is not None:
+            return ["given"]
+        return list(self._auto_candidates()) if method == "auto" else [method]
 
-        A random ``_VALIDATION_SHARE`` of the rows (at most ``_SELECTION_MAX_VALIDATION``)
-        is held out; every candidate structure is learned and fitted on the other rows (at
-        most ``_SELECTION_MAX_TRAIN``, at most ``_SELECTION_MAX_ITER`` EM iterations) and
-        scored on the held-out ones.
+    def _row_values(self, moments):
+        """The rows of ``moments``, feature-major (what :func:`row_keys` hashes)."""
+        return moments.codes
+
+    def _selection_split(self, moments):
+        """Training moments and held-out rows for model selection, or ``None`` with fewer
+        than 10 rows.
+
+        Rows are held out by :func:`~ltm_sklearn._engine.moments.row_keys` (a hash of the
+        row and of how many identical rows precede it, seeded by an integer
+        ``random_state``, else 0): the same rows give the same split whether they came
+        through ``fit``, ``partial_fit`` or a Dask collection, in any order. A share
+        ``_VALIDATION_SHARE`` is held out (at most ``_SELECTION_MAX_VALIDATION``, the
+        smallest keys); at most ``_SELECTION_MAX_TRAIN`` of the others train.
         """
-        rng = check_random_state(self.random_state)
         rows = np.flatnonzero(moments.sample_weight > 0)
-        candidates = self._auto_candidates()
         if rows.size < 10:
-            return candidates[0]
-        rows = rng.permutation(rows)
-        n_val = min(max(2, int(round(_VALIDATION_SHARE * rows.size))), _SELECTION_MAX_VALIDATION)
-        val, train = rows[:n_val], rows[n_val:][:_SELECTION_MAX_TRAIN]
+            return None
+        seed = self.random_state if isinstance(self.random_state, Integral) else 0
+        keys = row_keys(self._row_values(moments)[:, rows], seed)
+        order = np.argsort(keys, kind="stable")
+        held = order[keys[order] < _VALIDATION_SHARE][:_SELECTION_MAX_VALIDATION]
+        if held.size < 2:
+            held = order[:2]
+        rest = np.setdiff1d(order, held, assume_unique=True)
+        train = np.sort(rows[rest[np.argsort(keys[rest], kind="stable")][:_SELECTION_MAX_TRAIN]])
+        val = np.sort(rows[held])
         train_moments = moments.rows(train)
-        val_w = moments.sample_weight[val]
-        unseen = self._unseen_proba(train_moments)
-        scores = {}
-        for name in candidates:
-            tree = self._learn_tree(train_moments, name)
-            tree = LatentTree(tree.edges, tree.n_observed)
-            fitted = self._fit_parameters(
-                tree, train_moments, rng, max_iter=min(self.max_iter, _SELECTION_MAX_ITER)
+        return train_moments, val, self._unseen_proba(train_moments)
+
+    def _hidden_state_grid(self, moments):
+        """The ``k'`` that ``n_hidden_states="auto"`` may try: at most the rows, and tables
+        within the memory budget."""
+        n_rows = int(np.count_nonzero(moments.sample_weight > 0))
+        grid = [k for k in AUTO_HIDDEN_STATES if k <= max(n_rows, 1)]
+        return [k for k in grid if k == 1 or self._table_bytes(moments, k) <= _TABLE_MEMORY]
+
+    def _table_bytes(self, moments, k):
+        """Bytes of the tables of a model with ``k`` hidden states (about one hidden node
+        per column, a ``k x k`` table each)."""
+        d = len(moments.n_states)
+        return 8 * d * (k * k + k * int(np.max(moments.n_states, initial=1)))
+
+    def _check_rows_for_states(self, moments, k):
+        """Refuse more hidden states than rows (as scikit-learn's mixtures refuse more
+        components than samples): a state no row can fall in is not estimated."""
+        n_rows = int(np.count_nonzero(moments.sample_weight > 0))
+        if k > n_rows:
+            raise ValueError(
+                f"n_hidden_states={k} is more than the n_samples={n_rows} rows of positive "
+                "weight: a hidden state needs rows to be estimated. Use fewer hidden states, "
+                "n_hidden_states='auto', or a structure without hidden nodes "
+                "(structure='chow_liu')."
             )
-            ll = self._held_out_log_likelihood(fitted, moments, val, unseen)
-            scores[name] = float(np.average(ll, weights=val_w))
-        self.structure_scores_ = scores
-        best = max(candidates, key=lambda c: scores[c])
+
+    def _check_table_memory(self, moments, k):
+        """Refuse a ``k'`` whose tables do not fit in the memory budget."""
+        need = self._table_bytes(moments, k)
+        if need > _TABLE_MEMORY:
+            raise ValueError(
+                f"n_hidden_states={k} needs about {need / 2**30:.1f} GiB of tables for "
+                f"{len(moments.n_states)} columns (the limit is {_TABLE_MEMORY / 2**30:.0f} "
+                "GiB); use fewer hidden states or n_hidden_states='auto'."
+            )
+
+    def _select_model(self, moments, rng):
+        """``(k', structure)`` by held-out log-likelihood on :meth:`_selection_split`.
+
+        With ``structure="auto"`` every candidate structure is learned and fitted on the
+        training rows (at most ``_SELECTION_MAX_ITER`` EM iterations) and scored on the
+        held-out rows. With ``n_hidden_states="auto"`` this runs for ``k' = 1, 2, 4, ...``
+        (:data:`AUTO_HIDDEN_STATES`): each ``k'`` fits the ``_AUTO_KEEP`` structures that
+        scored best at the previous one, starting EM from that fit with every hidden state
+        copied (:func:`~ltm_sklearn.tensor.expand_states`) when the tree is the same, and
+        the growth stops at the first ``k'`` that does not improve the best score. Scores
+        within ``_TIE_TOL`` are ties, broken toward fewer hidden states and then the order
+        of the candidates - never by rounding (``n_jobs`` does not change the choice).
+        """
+        names = self._candidate_structures()
+        auto_k = isinstance(self.n_hidden_states, str)
+        grid = self._hidden_state_grid(moments) if auto_k else [int(self.n_hidden_states)]
+        split = self._selection_split(moments)
+        if split is None:
+            if auto_k:
+                raise ValueError(
+                    "n_hidden_states='auto' holds out rows to choose k' and needs at least "
+                    f"10 rows of positive weight, got {int(np.sum(moments.sample_weight > 0))};"
+                    " pass an integer n_hidden_states."
+                )
+            return grid[0], names[0]
+        train_moments, val, unseen = split
+        val_w = moments.sample_weight[val]
+        cap = min(self.max_iter, _SELECTION_MAX_ITER)
+        scores, fits, trees = {}, {}, {}
+        alive, best, previous = list(names), -np.inf, None
+        for k in grid:
+            self.n_hidden_states_ = k
+            for name in alive:
+                key = (name, None if name in _K_FREE_STRUCTURES else k)
+                if key not in trees:
+                    tree = self._resolve_tree(train_moments, name)
+                    trees[key] = LatentTree(tree.edges, tree.n_observed)
+                tree = trees[key]
+                if not tree.hidden_nodes and (name, previous) in scores:
+                    scores[(name, k)] = scores[(name, previous)]  # no hidden state to add
+                    fits[(name, k)] = fits[(name, previous)]
+                    continue
+                start = fits.get((name, previous))
+                if start is not None and start.tree.edges == tree.edges and k > 1:
+                    fitted = self._polish(
+                        tree, train_moments, start.root_marginal, start.cpts, {}, rng, cap
+                    )
+                else:
+                    fitted = self._fit_parameters(tree, train_moments, rng, max_iter=cap)
+                ll = self._held_out_log_likelihood(fitted, moments, val, unseen)
+                scores[(name, k)] = float(np.average(ll, weights=val_w))
+                fits[(name, k)] = fitted
+            level = {n: scores[(n, k)] for n in alive}
+            top = max(level.values())
+            if self.verbose:
+                text = ", ".join(f"{n} {s:.4f}" for n, s in level.items())
+                print(f"k'={k}: held-out log-likelihood per row {text}")
+            previous = k
+            if top <= best + _TIE_TOL:
+                break
+            best = top
+            ranked = sorted(alive, key=lambda n: (-round(level[n] / _TIE_TOL), names.index(n)))
+            alive = ranked[:_AUTO_KEEP]
+        # the best (k', structure): ties go to fewer hidden states, then to the order
+        top = max(scores.values())
+        k_best, name_best = min(
+            (k, names.index(n), n) for (n, k), s in scores.items() if s >= top - _TIE_TOL
+        )[::2]
+        self.structure_scores_ = {n: s for (n, k), s in scores.items() if k == k_best}
+        if auto_k:
+            self.n_hidden_states_scores_ = {}
+            for (_, k), s in scores.items():
+                self.n_hidden_states_scores_[k] = max(
+                    s, self.n_hidden_states_scores_.get(k, -np.inf)
+                )
+        self._selected_fit = fits[(name_best, k_best)]
         if self.verbose:
-            text = ", ".join(f"{c} {s:.4f}" for c, s in scores.items())
-            print(f"structure='auto': held-out log-likelihood per row {text}; chose {best!r}")
-        return best
+            print(f"chose k'={k_best}, structure={name_best!r}")
+        return k_best, name_best
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -357,12 +492,31 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         return self
 
     def _fit_moments(self, moments, stacklevel):
-        """Everything after the encoding: the tree (given, learned or selected) and the
-        explicit parameters, from ``moments``."""
+        """Everything after the encoding: ``k'`` and the tree (given, learned or selected)
+        and the explicit parameters, from ``moments``."""
         self.unseen_proba_ = self._unseen_proba(moments)
         rng = check_random_state(self.random_state)
-        self.tree_ = self._resolve_tree(moments)
-        fitted = self._fit_parameters(self.tree_, moments.for_parameters(), rng)
+        self.structure_scores_ = {}
+        self.__dict__.pop("n_hidden_states_scores_", None)
+        names = self._candidate_structures()
+        if isinstance(self.n_hidden_states, str) or len(names) > 1:
+            k, structure = self._select_model(moments, rng)
+        else:
+            k, structure = int(self.n_hidden_states), names[0]
+        self._check_table_memory(moments, k)
+        self.n_hidden_states_ = k
+        self.structure_ = structure
+        self.tree_ = self._resolve_tree(moments, structure)
+        if self.tree_.hidden_nodes:
+            self._check_rows_for_states(moments, k)
+        start = self.__dict__.pop("_selected_fit", None)
+        parameters = moments.for_parameters()
+        grown = isinstance(self.n_hidden_states, str) and k > 2
+        if start is not None and grown and start.tree.edges == self.tree_.edges:
+            # a large k': EM from the selection's fit (on most of the same rows)
+            fitted = self._polish(self.tree_, parameters, start.root_marginal, start.cpts, {}, rng)
+        else:
+            fitted = self._fit_parameters(self.tree_, parameters, rng)
         self._set_fitted(fitted)
         if not fitted.converged:
             warnings.warn(
@@ -454,9 +608,10 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _polish(self, tree, moments, root, cpts, extras, rng=None, max_iter=None):
         root, cpts = expand_states(
-            tree, root, cpts, self.n_hidden_states, random_state=rng, noise=0.05
+            tree, root, cpts, self.n_hidden_states_, random_state=rng, noise=0.05
         )
         max_iter = self.max_iter if max_iter is None else max_iter
+        dtype = np.float32 if self.n_hidden_states_ >= _FLOAT32_STATES else np.float64
         root, cpts, objective, n_iter, converged, _ = polish(
             tree,
             root,
@@ -469,6 +624,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             tol=self.tol,
             random_state=rng,
             verbose=self.verbose,
+            n_jobs=self.n_jobs,
+            dtype=dtype,
         )
         if max_iter > 0 and getattr(moments, "n_rows_total", 0) > moments.n_samples:
             # distributed data beyond the sample: EM goes on over every partition
@@ -607,7 +764,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         check_is_fitted(self)
         ev = self._evidence(self._encode(self._validate_X(X, reset=False)))
         hidden = self.tree_.hidden_nodes
-        out = np.zeros((ev.n_rows, len(hidden), self.n_hidden_states))
+        out = np.zeros((ev.n_rows, len(hidden), self.n_hidden_states_))
         if not hidden:
             return out
         post = hidden_posteriors(self.tree_, self.root_marginal_, self.cpts_, ev, hidden)

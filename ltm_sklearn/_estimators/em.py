@@ -124,8 +124,8 @@ class LatentTreeEM(BaseLatentTree):
 
     def _initial_parameters(self, tree, moments, rng):
         if self.init == "tensor":
-            return (*tensor_cpts(tree, moments, self.n_hidden_states, random_state=rng), {})
-        n_states = node_states(tree, moments.n_states, self.n_hidden_states)
+            return (*tensor_cpts(tree, moments, self.n_hidden_states_, random_state=rng), {})
+        n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
         return (*random_cpts(tree, n_states, rng), {})
 
     def _fit_parameters(self, tree, moments, rng, max_iter=None):
@@ -134,7 +134,7 @@ class LatentTreeEM(BaseLatentTree):
             if run == 0:
                 fitted = super()._fit_parameters(tree, moments, rng, max_iter)
             else:
-                n_states = node_states(tree, moments.n_states, self.n_hidden_states)
+                n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
                 start = random_cpts(tree, n_states, rng)
                 fitted = self._polish(tree, moments, *start, {}, rng, max_iter)
             if self.verbose:

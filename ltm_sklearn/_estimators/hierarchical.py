@@ -125,5 +125,5 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
             return fit_hierarchical(raw_tree, moments, k, unseen, linker=self.linker)
 
         return explicit_from_representation(
-            tree, moments, self.n_hidden_states, self._unseen_proba(moments), fit_raw, rng
+            tree, moments, self.n_hidden_states_, self._unseen_proba(moments), fit_raw, rng
         )

@@ -290,6 +290,7 @@ class KernelLatentTree(BaseLatentTree):
 
     _parameter_constraints: dict = {
         **BaseLatentTree._parameter_constraints,
+        "n_hidden_states": [Interval(Integral, 1, None, closed="left")],
         "structure": [StrOptions(set(KERNEL_STRUCTURES))],
         "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -573,6 +574,9 @@ class KernelLatentTree(BaseLatentTree):
             ]
         )
         return MomentEstimator(codes.astype(np.int32), self._leaf_sizes(), moments.sample_weight)
+
+    def _row_values(self, moments):
+        return moments.X.T
 
     # ------------------------------------------------------------------ structure
     def _auto_candidates(self):

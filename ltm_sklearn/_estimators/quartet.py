@@ -128,14 +128,14 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         # after another) read the uniform sample, not the whole data
         moments = moments.sample_moments() if hasattr(moments, "sample_moments") else moments
         tree, info = learn_tree_quartets(
-            moments, self.n_hidden_states, n_representatives=self.n_representatives
+            moments, self.n_hidden_states_, n_representatives=self.n_representatives
         )
         self.n_quartet_tests_ = info.n_tests
         self.min_quartet_margin_ = float(info.min_margin)
         return tree
 
     def _initial_parameters(self, tree, moments, rng):
-        k = self.n_hidden_states
+        k = self.n_hidden_states_
         if self.parameters == "em":
             return (*tensor_cpts(tree, moments, k, random_state=rng), {})
         if self.parameters == "hierarchical":

@@ -140,5 +140,5 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
 
     def _initial_parameters(self, tree, moments, rng):
         return explicit_from_representation(
-            tree, moments, self.n_hidden_states, self._unseen_proba(moments), fit_spectral, rng
+            tree, moments, self.n_hidden_states_, self._unseen_proba(moments), fit_spectral, rng
         )

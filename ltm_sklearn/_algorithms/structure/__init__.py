@@ -8,6 +8,7 @@ from .distances import (
     nonparanormal_distance,
     spectral_distance,
 )
+from .hidden import grouped_chow_liu, hidden_chow_liu
 from .learn import STRUCTURE_METHODS, learn_tree, sample_threshold
 from .nj import neighbor_joining
 from .quartet import build_tree_quartets, learn_tree_quartets, quartet_tables, quartet_test
@@ -23,6 +24,8 @@ __all__ = [
     "recursive_grouping",
     "chow_liu_tree",
     "chow_liu",
+    "hidden_chow_liu",
+    "grouped_chow_liu",
     "mutual_information",
     "clrg",
     "clnj",

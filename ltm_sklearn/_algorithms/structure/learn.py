@@ -13,7 +13,19 @@ from .search import binary_leaf_tree, bionj, bme_length, minimum_evolution_searc
 
 __all__ = ["STRUCTURE_METHODS", "learn_tree", "sample_threshold"]
 
-STRUCTURE_METHODS = ("auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet")
+STRUCTURE_METHODS = (
+    "auto",
+    "chow_liu",
+    "hclt",
+    "grouped_hclt",
+    "me",
+    "nj",
+    "rg",
+    "clrg",
+    "clnj",
+    "star",
+    "quartet",
+)
 #: methods that work from a distance matrix (``"quartet"`` needs 4-way moments)
 DISTANCE_METHODS = ("me", "nj", "rg", "clrg", "clnj", "star")
 
