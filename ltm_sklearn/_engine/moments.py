@@ -249,12 +249,39 @@ def _factorize(col, j):
         raise
 
 
+def check_unique_columns(X):
+    """Refuse a DataFrame whose column names repeat.
+
+    Parameters
+    ----------
+    X : object
+        The input of ``fit``; anything but a :class:`pandas.DataFrame` passes.
+
+    Raises
+    ------
+    ValueError
+        If two columns share a name: a column is then addressed by a name that means
+        several columns (``X[name]`` is a frame), and the names of the fitted model
+        (``feature_names_in_``, Newick labels, ``categorical_features``) would be ambiguous.
+    """
+    if not isinstance(X, pd.DataFrame):
+        return
+    duplicated = X.columns[X.columns.duplicated()].unique()
+    if len(duplicated):
+        raise ValueError(
+            f"X has duplicated column names {[str(c) for c in duplicated]}: every column "
+            "needs its own name (rename them, or pass a NumPy array)."
+        )
+
+
 def declared_categories(X):
     """Declared categories of the pandas ``Categorical`` columns of a DataFrame (``None``
     for other columns and for non-DataFrame input): what a user declared is honoured,
-    observed or not."""
+    observed or not. A DataFrame with duplicated column names is refused
+    (:func:`check_unique_columns`)."""
     if not isinstance(X, pd.DataFrame):
         return None
+    check_unique_columns(X)
     return [
         list(X[c].cat.categories) if isinstance(X[c].dtype, pd.CategoricalDtype) else None
         for c in X.columns
