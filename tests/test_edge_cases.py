@@ -39,3 +39,21 @@ def test_duplicated_column_names_refused_in_partial_fit_and_classifier():
         SpectralLatentTree().partial_fit(X)
     with pytest.raises(ValueError, match=re.escape("duplicated column names ['b']")):
         LatentTreeClassifier().fit(X, np.arange(50) % 2)
+
+
+# ---------------------------------------------------------------- Newick labels
+@pytest.mark.parametrize("newick", ["((a,b),(c,zz));", "((w,x),(y,zz));"])
+def test_newick_labels_not_columns_named(newick):
+    X = pd.DataFrame(np.random.default_rng(0).integers(0, 2, (200, 4)), columns=list("abcd"))
+    with pytest.raises(ValueError) as info:
+        SpectralLatentTree(tree=newick).fit(X)
+    message = str(info.value)
+    assert "'zz'" in message and "'a'" not in message.split(";")[0]
+    assert "the columns are ['a', 'b', 'c', 'd']" in message
+    assert "no column names are given" not in message
+
+
+def test_newick_column_indices_still_accepted_with_names():
+    X = pd.DataFrame(np.random.default_rng(0).integers(0, 2, (200, 4)), columns=list("abcd"))
+    est = SpectralLatentTree(tree="((0,1),(2,3));").fit(X)
+    assert est.tree_.n_observed == 4
