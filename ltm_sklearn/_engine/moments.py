@@ -211,17 +211,39 @@ class CategoricalEncoder:
 MAX_FLOAT_CATEGORIES = 50
 
 
+class ContinuousColumnError(ValueError):
+    """A column to be encoded as categories looks continuous.
+
+    Parameters
+    ----------
+    message : str
+    column : int
+        Index of the column among the columns given to the encoder.
+    n_values, n_fractional : int
+        Its distinct values, and how many of them are fractional numbers.
+    """
+
+    def __init__(self, message, column, n_values, n_fractional):
+        super().__init__(message)
+        self.column = column
+        self.n_values = n_values
+        self.n_fractional = n_fractional
+
+
 def _check_not_continuous(cats, j, feature_names=None):
     if len(cats) <= MAX_FLOAT_CATEGORIES:
         return
     fractional = sum(isinstance(v, float) and not float(v).is_integer() for v in cats)
     if 2 * fractional > len(cats):
         name = repr(str(feature_names[j])) if feature_names is not None else str(j)
-        raise ValueError(
+        raise ContinuousColumnError(
             f"Column {name} looks continuous ({len(cats)} distinct values, {fractional} "
             "of them fractional): the categorical estimators would make a category of every "
             "value. Model numeric columns with KernelLatentTree, bin them first (e.g. "
-            "sklearn.preprocessing.KBinsDiscretizer), or pass their categories explicitly."
+            "sklearn.preprocessing.KBinsDiscretizer), or pass their categories explicitly.",
+            j,
+            len(cats),
+            fractional,
         )
 
 
