@@ -95,3 +95,32 @@ def test_categorical_estimators_keep_their_advice():
     X = np.random.default_rng(0).normal(size=(300, 3))
     with pytest.raises(ValueError, match="Column 0 looks continuous.*KernelLatentTree"):
         SpectralLatentTree().fit(X)
+
+
+# ---------------------------------------------------------------- writing of a tree
+@pytest.fixture(scope="module")
+def lettered():
+    from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
+
+    model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, noise=0.3, random_state=0)
+    return pd.DataFrame(model.sample(3000, random_state=1), columns=list("abcdefgh"))
+
+
+WRITINGS = [
+    ("((a,b),(c,d),((e,f),(g,h)));", "(((g,h),(e,f)),(c,d),(a,b));"),
+    ("((a,b),(c,d),(e,f),(g,h));", "((g,h),(e,f),(c,d),(a,b));"),  # grouped root children
+    ("(((a,b),c,d,e),(f,g,h));", "((h,g,f),(e,d,c,(b,a)));"),  # grouped inner children
+]
+
+
+@pytest.mark.parametrize("Est", [HierarchicalTensorLTM, SpectralLatentTree, LatentTreeEM])
+@pytest.mark.parametrize("max_iter", [0, 300])
+@pytest.mark.parametrize("writings", WRITINGS)
+def test_moment_start_does_not_depend_on_how_the_tree_is_written(lettered, Est, max_iter, writings):
+    first, second = writings
+    est = Est(tree=first, max_iter=max_iter, random_state=0).fit(lettered)
+    other = Est(tree=second, max_iter=max_iter, random_state=0).fit(lettered)
+    refit = Est(tree=est.tree_.to_newick(), max_iter=max_iter, random_state=0).fit(lettered)
+    score = est.score(lettered)
+    assert abs(other.score(lettered) - score) < 1e-8
+    assert abs(refit.score(lettered) - score) < 1e-8

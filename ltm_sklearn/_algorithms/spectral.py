@@ -79,7 +79,10 @@ def computation_tree(tree):
     """Binarise ``tree`` (rooted) into computation nodes, postorder, root last.
 
     A non-root node keeps at most two children and the root at most three; extra children
-    are grouped pairwise under virtual copies of their parent.
+    are grouped pairwise under virtual copies of their parent. Children are taken in the
+    order of the smallest column below them, so the computation tree (and every moment
+    built on it) depends on the rooted tree only, not on its node ids or the order in
+    which it was written.
     """
     nodes = []
 
@@ -95,7 +98,7 @@ def computation_tree(tree):
             nodes.append(_Node(host=u, leaves=(u,)))
             done[u] = len(nodes) - 1
             continue
-        kids = [done.pop(c) for c in tree.children[u]]
+        kids = sorted((done.pop(c) for c in tree.children[u]), key=lambda c: nodes[c].leaves[0])
         limit = 3 if u == tree.root else 2
         while len(kids) > limit:
             grouped = [new(u, kids[i : i + 2]) for i in range(0, len(kids) - 1, 2)]
