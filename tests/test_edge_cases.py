@@ -124,3 +124,46 @@ def test_moment_start_does_not_depend_on_how_the_tree_is_written(lettered, Est, 
     score = est.score(lettered)
     assert abs(other.score(lettered) - score) < 1e-8
     assert abs(refit.score(lettered) - score) < 1e-8
+
+
+# ---------------------------------------------------------------- representation marginals
+def _brute_force_table(raw, n_states, columns):
+    """The joint table of ``columns`` under a raw representation: one full message pass
+    over every configuration (the other columns missing)."""
+    from ltm_sklearn._algorithms.spectral import spectral_log_abs
+
+    shape = [int(n_states[j]) for j in columns]
+    grid = np.indices(shape).reshape(len(shape), -1)
+    codes = np.full((len(n_states), grid.shape[1]), -1, dtype=np.int16)
+    for j, g in zip(columns, grid):
+        codes[j] = g
+    sign, logabs = spectral_log_abs(raw, codes)
+    return (sign * np.exp(logabs)).reshape(shape)
+
+
+@pytest.mark.parametrize("Est", [SpectralLatentTree, HierarchicalTensorLTM])
+@pytest.mark.parametrize("newick", [WRITINGS[0][0], WRITINGS[1][0], WRITINGS[2][1]])
+def test_representation_marginals_on_paths_equal_a_full_pass(lettered, Est, newick):
+    from ltm_sklearn._algorithms.spectral import RepresentationMoments
+
+    est = Est(tree=newick, max_iter=0).fit(lettered)
+    raw = est.raw_estimate_
+    n_states = np.array([len(c) for c in est.categories_])
+    rep = RepresentationMoments(raw, n_states)
+    d = len(n_states)
+    pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
+    got = rep.pairs(pairs)
+    for i, j in pairs:
+        np.testing.assert_allclose(
+            got[(i, j)], _brute_force_table(raw, n_states, (i, j)), atol=1e-14
+        )
+    for j, single in enumerate(rep.singletons()):
+        np.testing.assert_allclose(single, _brute_force_table(raw, n_states, (j,)), atol=1e-14)
+    rng = np.random.default_rng(0)
+    for columns in [(0, 3, 7), (2, 5), (1, 4, 6)]:
+        projections = tuple(rng.normal(size=(2, n_states[j])) for j in columns)
+        (value,) = rep.projected([(columns, projections)])
+        dense = _brute_force_table(raw, n_states, columns)
+        for B in projections:  # contract the leading original mode, append the projected
+            dense = np.tensordot(dense, B, axes=([0], [1]))
+        np.testing.assert_allclose(value, dense, atol=1e-13)
