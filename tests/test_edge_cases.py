@@ -167,3 +167,18 @@ def test_representation_marginals_on_paths_equal_a_full_pass(lettered, Est, newi
         for B in projections:  # contract the leading original mode, append the projected
             dense = np.tensordot(dense, B, axes=([0], [1]))
         np.testing.assert_allclose(value, dense, atol=1e-13)
+
+
+# ---------------------------------------------------------------- quartets on a deep chain
+def test_quartet_insertion_searches_near_the_nearest_column():
+    from ltm_sklearn._algorithms.structure import learn_tree_quartets
+    from ltm_sklearn.datasets import LatentTreeModel, hmm_chain
+    from ltm_sklearn.metrics import robinson_foulds
+    from ltm_sklearn.moments import MomentEstimator
+
+    model = LatentTreeModel.random(hmm_chain(100), 2, 3, noise=0.3, random_state=0)
+    X = model.sample(5000, random_state=10)
+    moments = MomentEstimator(np.asarray(X.T, dtype=np.int16), np.full(100, 3))
+    tree, _ = learn_tree_quartets(moments, 2)
+    # searching the whole tree from its centroid got every split wrong here (RF 190)
+    assert robinson_foulds(tree, model.tree) == 0
