@@ -197,11 +197,12 @@ def local_splits(tree, nodes, moments, k):
     The factor decomposed at computation node ``i`` is the joint table of the leaves of
     its subtree plus its own linker ``ref(i)`` (a real observed variable: with the
     marginalising ``A``, ``B`` of section 4.2 every factor is a marginal table). Its
-    children are split off largest first; splitting child ``c`` unfolds the current table
-    into ``S1 = leaves(c)`` and ``S2`` = the rest of the current table, takes ``rep(c)``
-    in ``S1`` and ``ref(c)`` in ``S2`` (nearest candidates, largest ``k``-th singular
-    value of their pair), and replaces ``S1`` by ``rep(c)`` in the current table. What
-    remains at the end is the third-order core ``P[ref(i), rep(c1), rep(c2)]``.
+    children are split off largest first (ties: smallest column first); splitting child
+    ``c`` unfolds the current table into ``S1 = leaves(c)`` and ``S2`` = the rest of the
+    current table, takes ``rep(c)`` in ``S1`` and ``ref(c)`` in ``S2`` (nearest
+    candidates, largest ``k``-th singular value of their pair), and replaces ``S1`` by
+    ``rep(c)`` in the current table. What remains at the end is the third-order core
+    ``P[ref(i), rep(c1), rep(c2)]``.
 
     Returns
     -------
@@ -216,7 +217,7 @@ def local_splits(tree, nodes, moments, k):
         i = stack.pop()
         node = nodes[i]
         current = set(node.leaves) | ({node.ref} if i != root else set())
-        for c in sorted(node.children, key=lambda c: -len(nodes[c].leaves)):
+        for c in sorted(node.children, key=lambda c: (-len(nodes[c].leaves), nodes[c].leaves[0])):
             child = nodes[c]
             inside = set(child.leaves)
             outside = sorted(current - inside)

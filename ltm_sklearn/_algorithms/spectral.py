@@ -79,7 +79,10 @@ def computation_tree(tree):
     """Binarise ``tree`` (rooted) into computation nodes, postorder, root last.
 
     A non-root node keeps at most two children and the root at most three; extra children
-    are grouped pairwise under virtual copies of their parent.
+    are grouped pairwise under virtual copies of their parent. Children are taken in the
+    order of the smallest column below them, so the computation tree (and every moment
+    built on it) depends on the rooted tree only, not on its node ids or the order in
+    which it was written.
     """
     nodes = []
 
@@ -95,7 +98,7 @@ def computation_tree(tree):
             nodes.append(_Node(host=u, leaves=(u,)))
             done[u] = len(nodes) - 1
             continue
-        kids = [done.pop(c) for c in tree.children[u]]
+        kids = sorted((done.pop(c) for c in tree.children[u]), key=lambda c: nodes[c].leaves[0])
         limit = 3 if u == tree.root else 2
         while len(kids) > limit:
             grouped = [new(u, kids[i : i + 2]) for i in range(0, len(kids) - 1, 2)]
@@ -310,29 +313,163 @@ def _contract_all(core, kids):
     return t
 
 
-class _SparseEvidence:
-    """Rows to evaluate a raw representation on: per column, the rows where it carries
-    an evidence vector (any other row marginalises it). Plays the role of the codes in
-    :func:`spectral_log_abs` (``leaf_messages``)."""
+class _MarginalisedMessages:
+    """The messages of a raw representation with every column marginalised, to evaluate
+    marginals of a few columns without a pass over the whole tree.
 
-    def __init__(self, n_features, n_rows):
-        self.shape = (n_features, n_rows)
-        self.entries = {}  # column -> (row indices, (len, n_states) evidence vectors)
+    ``inside[i]`` is the message of computation node ``i`` when no column below it carries
+    evidence, ``outside[i]`` the linear form that the rest of the tree applies to the
+    message of ``i`` when no column outside its subtree carries evidence; both as a
+    vector of max-abs 1 and the log of its scale. A value with evidence on a set ``S`` of
+    columns is then the message of their lowest common ancestor ``A``, computed on the
+    paths from ``S`` up to ``A`` only (every other child contributes its ``inside``),
+    contracted with ``outside[A]``: the cost is that of the paths, not of the tree, and
+    the memory that of a path times the rows of one request.
+    """
 
-    def add(self, j, rows, vectors):
-        old = self.entries.get(j)
-        if old is not None:
-            rows = np.concatenate([old[0], rows])
-            vectors = np.vstack([old[1], vectors])
-        self.entries[j] = (rows, vectors)
+    def __init__(self, params):
+        self.params = params
+        nodes = params.nodes
+        root = len(nodes) - 1
+        self.parent = np.full(len(nodes), -1, dtype=np.int64)
+        self.depth = np.zeros(len(nodes), dtype=np.int64)
+        self.leaf_of = {}  # column -> its leaf computation node
+        for nid, node in enumerate(nodes):
+            for c in node.children:
+                self.parent[c] = nid
+            if not node.children:
+                self.leaf_of[node.host] = nid
+        for nid in range(root - 1, -1, -1):  # parents after children: walk down
+            self.depth[nid] = self.depth[self.parent[nid]] + 1
+        self.inside = {}
+        for nid, node in enumerate(nodes[:-1]):
+            if not node.children:
+                table = params.leaf_tables[nid]
+                self.inside[nid] = (table[table.shape[0] - 2], 0.0)
+                continue
+            kids = [self.inside[c] for c in node.children]
+            msg = _internal_message(params.cores[nid], [v[:, None] for v, _ in kids])[:, 0]
+            scale = np.abs(msg).max()
+            scale = scale if scale > 0 else 1.0
+            self.inside[nid] = (msg / scale, sum(lg for _, lg in kids) + np.log(scale))
+        self.outside = {}
+        kids = nodes[root].children
+        for t, c in enumerate(kids):
+            others = [self.inside[o] for o in kids if o != c]
+            form = _root_form(params.cores[root], [v for v, _ in others], t)
+            self._set_outside(c, form, sum(lg for _, lg in others))
+        for nid in range(root - 1, -1, -1):  # parents before children
+            node = nodes[nid]
+            if not node.children:
+                continue
+            out, out_log = self.outside[nid]
+            core = params.cores[nid]
+            if len(node.children) == 1:
+                self._set_outside(node.children[0], out @ core, out_log)
+                continue
+            a, b = node.children
+            (va, la), (vb, lb) = self.inside[a], self.inside[b]
+            self._set_outside(a, np.einsum("i,ijk,k->j", out, core, vb), out_log + lb)
+            self._set_outside(b, np.einsum("i,ijk,j->k", out, core, va), out_log + la)
 
-    def leaf_messages(self, j, table):
-        m = table.shape[0] - 2
-        msg = np.repeat(table[m][:, None], self.shape[1], axis=1)
-        if j in self.entries:
-            rows, vectors = self.entries[j]
-            msg[:, rows] = (vectors @ table[:m]).T
-        return msg
+    def _set_outside(self, nid, form, log_scale):
+        scale = np.abs(form).max() if form.size else 0.0
+        scale = scale if scale > 0 else 1.0
+        self.outside[nid] = (form / scale, log_scale + np.log(scale))
+
+    def _dense(self, j, vectors):
+        if vectors.ndim == 2:
+            return vectors
+        table = self.params.leaf_tables[self.leaf_of[j]]
+        return np.eye(table.shape[0] - 2)[vectors]
+
+    def _lowest_common_ancestor(self, leaves):
+        nodes = set(leaves)
+        while len(nodes) > 1:
+            deepest = max(nodes, key=lambda u: self.depth[u])
+            nodes.discard(deepest)
+            nodes.add(int(self.parent[deepest]))
+        return nodes.pop()
+
+    def values(self, block):
+        """Sign and ``log |P_hat|`` of the rows of one request: ``block`` is a list of
+        ``(column, evidence)`` (other columns marginalised), the evidence of a column
+        either ``(n_rows, n_states)`` vectors or ``(n_rows,)`` category codes (one-hot
+        vectors, not formed)."""
+        params = self.params
+        nodes = params.nodes
+        root = len(nodes) - 1
+        n = len(block[0][1])
+        evidence = {}
+        for j, vectors in block:
+            if j in evidence:  # the same column twice: the product of the evidence
+                evidence[j] = self._dense(j, evidence[j]) * self._dense(j, vectors)
+            else:
+                evidence[j] = vectors
+        leaves = [self.leaf_of[j] for j in evidence]
+        top = self._lowest_common_ancestor(leaves)
+        active = set()
+        for u in leaves:
+            while u not in active and u != -1:
+                active.add(u)
+                if u == top:
+                    break
+                u = int(self.parent[u])
+        msgs = {}
+        log_scale = np.zeros(n)
+        for nid in sorted(active):  # children before parents
+            node = nodes[nid]
+            if not node.children:
+                table = params.leaf_tables[nid]
+                m = table.shape[0] - 2
+                vectors = evidence[node.host]
+                if vectors.ndim == 1:  # category codes: rows of the table
+                    msgs[nid] = table[:m][vectors].T
+                else:
+                    msgs[nid] = (vectors @ table[:m]).T
+                continue
+            kids = []
+            for c in node.children:
+                if c in msgs:
+                    kids.append(msgs.pop(c))
+                else:
+                    vector, lg = self.inside[c]
+                    kids.append(np.broadcast_to(vector[:, None], (vector.size, n)))
+                    log_scale += lg
+            if nid == root:
+                value = _contract_all(params.cores[nid], kids)
+                break
+            msg = _internal_message(params.cores[nid], kids)
+            scale = np.abs(msg).max(axis=0)
+            scale[scale == 0] = 1.0
+            msgs[nid] = msg / scale
+            log_scale += np.log(scale)
+        else:
+            form, lg = self.outside[top]
+            value = form @ msgs[top]
+            log_scale += lg
+        with np.errstate(divide="ignore"):
+            logabs = np.log(np.abs(value)) + log_scale - params.log_normaliser
+        return np.sign(value), logabs
+
+
+def _internal_message(core, kids):
+    """Message ``(r, N)`` of a non-root computation node from its children's ``(r_c, N)``
+    messages (eq. (29): the projected triple, or pair with one child)."""
+    if len(kids) == 1:
+        return core @ kids[0]
+    a, b = kids
+    n = max(a.shape[1], b.shape[1])
+    outer = (a[:, None, :] * b[None, :, :]).reshape(-1, n)
+    return core.reshape(core.shape[0], -1) @ outer
+
+
+def _root_form(core, others, mode):
+    """The root tensor contracted with constant messages on every mode but ``mode``."""
+    t = np.moveaxis(core, mode, 0)
+    for v in others:
+        t = np.tensordot(t, v, axes=([1], [0]))
+    return t
 
 
 class RepresentationMoments:
@@ -343,9 +480,11 @@ class RepresentationMoments:
     representation estimates (papers/003 eq. (34) with every other column marginalised),
     so the explicit-parameter recovery of :func:`~ltm_sklearn.tensor.tensor_cpts` reads
     an estimator's own estimate instead of the empirical moments. Values can be negative
-    (the raw estimate is not constrained to the simplex). Each batched request is one
-    message pass: a pair table is ``n_i n_j`` rows of one-hot evidence, a projected moment
-    ``prod_m r_m`` rows whose evidence vectors are the rows of the projections.
+    (the raw estimate is not constrained to the simplex). A pair table is ``n_i n_j``
+    rows of one-hot evidence, a projected moment ``prod_m r_m`` rows whose evidence
+    vectors are the rows of the projections; each request is evaluated on its own, on
+    the paths of the tree between its columns (:class:`_MarginalisedMessages`), so time
+    and memory grow with the requests, not with the columns times the requests.
 
     Parameters
     ----------
@@ -357,34 +496,33 @@ class RepresentationMoments:
         self.params = params
         self.n_states = np.asarray(n_states, dtype=np.int64)
         self._pairs = {}
+        self._messages = None
 
     def _evaluate(self, blocks):
-        """``blocks``: list of ``[(column, (n_rows_b, n_col) evidence), ...]`` sharing
-        their rows; returns one value array per block."""
-        sizes = [len(b[0][1]) for b in blocks]
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        ev = _SparseEvidence(len(self.n_states), int(offsets[-1]))
-        for b, block in enumerate(blocks):
-            rows = np.arange(offsets[b], offsets[b + 1])
-            for j, vectors in block:
-                ev.add(j, rows, vectors)
-        sign, logabs = spectral_log_abs(self.params, ev)
-        value = sign * np.exp(logabs)
-        return [value[offsets[b] : offsets[b + 1]] for b in range(len(blocks))]
+        """``blocks``: an iterable of ``[(column, evidence), ...]`` sharing their rows
+        (evidence: vectors or category codes, see :meth:`_MarginalisedMessages.values`);
+        returns one value array per block, evaluated one block at a time."""
+        if self._messages is None:
+            self._messages = _MarginalisedMessages(self.params)
+        out = []
+        for block in blocks:
+            sign, logabs = self._messages.values(block)
+            out.append(sign * np.exp(logabs))
+        return out
 
     def singletons(self):
-        blocks = [[(j, np.eye(int(n)))] for j, n in enumerate(self.n_states)]
-        return list(self._evaluate(blocks))
+        return self._evaluate([(j, np.arange(int(n)))] for j, n in enumerate(self.n_states))
 
     def pairs(self, pairs):
         todo = sorted({(i, j) for i, j in pairs if (i, j) not in self._pairs})
         if todo:
-            blocks = []
-            for i, j in todo:
-                ni, nj = int(self.n_states[i]), int(self.n_states[j])
-                blocks.append(
-                    [(i, np.repeat(np.eye(ni), nj, axis=0)), (j, np.tile(np.eye(nj), (ni, 1)))]
-                )
+            blocks = (
+                [
+                    (i, np.repeat(np.arange(int(self.n_states[i])), int(self.n_states[j]))),
+                    (j, np.tile(np.arange(int(self.n_states[j])), int(self.n_states[i]))),
+                ]
+                for i, j in todo
+            )
             for (i, j), v in zip(todo, self._evaluate(blocks)):
                 self._pairs[(i, j)] = v.reshape(int(self.n_states[i]), int(self.n_states[j]))
         return {(i, j): self._pairs[(i, j)] for i, j in pairs}

@@ -239,7 +239,8 @@ class _NodePlan:
 def _plan_node(tree, h, hops, n_states, view_size):
     """Views of hidden node ``h``: in each of the three directions whose nearest
     informative observed node (at least two categories) is closest, the ``view_size``
-    nearest such nodes (``None`` with fewer than three directions)."""
+    nearest such nodes (``None`` with fewer than three directions). Ties are broken by the
+    columns of the views, so the plan does not depend on node ids."""
     d = tree.n_observed
     obs_h = hops[h, :d]
     informative = np.asarray(n_states) >= 2
@@ -254,7 +255,7 @@ def _plan_node(tree, h, hops, n_states, view_size):
             groups.append((obs_h[order[0]], t, tuple(int(y) for y in order[:view_size])))
     if len(groups) < 3:
         return None
-    groups.sort()
+    groups.sort(key=lambda g: (g[0], g[2]))  # ties by the columns, not the neighbour ids
     views = tuple(group for _, _, group in groups[:3])
     return _NodePlan(h, views, {int(y): int(side[y]) for y in range(d)})
 
@@ -378,18 +379,22 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4, 
     d = tree.n_observed
     n_obs = moments.n_states
     hops = tree.hop_distances()
+    # hidden nodes in a canonical order (by their distances to the columns), so that the
+    # result does not depend on the node ids of the tree
+    position = {h: tuple(hops[h, :d].tolist()) for h in tree.hidden_nodes}
+    hidden = sorted(tree.hidden_nodes, key=position.__getitem__)
     plans = {}
-    for h in tree.hidden_nodes:
+    for h in hidden:
         plan = _plan_node(tree, h, hops, n_obs, view_size)
         if plan is not None:
             plans[h] = plan
     # hidden nodes without three directions copy the nearest planned hidden node
     proxy = {}
-    for h in tree.hidden_nodes:
+    for h in hidden:
         if h in plans:
             proxy[h] = h
         elif plans:
-            proxy[h] = min(plans, key=lambda g: (hops[h, g], g))
+            proxy[h] = min(plans, key=lambda g: (hops[h, g], position[g]))
     # the pairs every later step reads, requested in one batch
     wanted = set()
     for plan in plans.values():

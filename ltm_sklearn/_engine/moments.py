@@ -212,17 +212,39 @@ class CategoricalEncoder:
 MAX_FLOAT_CATEGORIES = 50
 
 
+class ContinuousColumnError(ValueError):
+    """A column to be encoded as categories looks continuous.
+
+    Parameters
+    ----------
+    message : str
+    column : int
+        Index of the column among the columns given to the encoder.
+    n_values, n_fractional : int
+        Its distinct values, and how many of them are fractional numbers.
+    """
+
+    def __init__(self, message, column, n_values, n_fractional):
+        super().__init__(message)
+        self.column = column
+        self.n_values = n_values
+        self.n_fractional = n_fractional
+
+
 def _check_not_continuous(cats, j, feature_names=None):
     if len(cats) <= MAX_FLOAT_CATEGORIES:
         return
     fractional = sum(isinstance(v, float) and not float(v).is_integer() for v in cats)
     if 2 * fractional > len(cats):
         name = repr(str(feature_names[j])) if feature_names is not None else str(j)
-        raise ValueError(
+        raise ContinuousColumnError(
             f"Column {name} looks continuous ({len(cats)} distinct values, {fractional} "
             "of them fractional): the categorical estimators would make a category of every "
             "value. Model numeric columns with KernelLatentTree, bin them first (e.g. "
-            "sklearn.preprocessing.KBinsDiscretizer), or pass their categories explicitly."
+            "sklearn.preprocessing.KBinsDiscretizer), or pass their categories explicitly.",
+            j,
+            len(cats),
+            fractional,
         )
 
 
@@ -250,12 +272,39 @@ def _factorize(col, j):
         raise
 
 
+def check_unique_columns(X):
+    """Refuse a DataFrame whose column names repeat.
+
+    Parameters
+    ----------
+    X : object
+        The input of ``fit``; anything but a :class:`pandas.DataFrame` passes.
+
+    Raises
+    ------
+    ValueError
+        If two columns share a name: a column is then addressed by a name that means
+        several columns (``X[name]`` is a frame), and the names of the fitted model
+        (``feature_names_in_``, Newick labels, ``categorical_features``) would be ambiguous.
+    """
+    if not isinstance(X, pd.DataFrame):
+        return
+    duplicated = X.columns[X.columns.duplicated()].unique()
+    if len(duplicated):
+        raise ValueError(
+            f"X has duplicated column names {[str(c) for c in duplicated]}: every column "
+            "needs its own name (rename them, or pass a NumPy array)."
+        )
+
+
 def declared_categories(X):
     """Declared categories of the pandas ``Categorical`` columns of a DataFrame (``None``
     for other columns and for non-DataFrame input): what a user declared is honoured,
-    observed or not."""
+    observed or not. A DataFrame with duplicated column names is refused
+    (:func:`check_unique_columns`)."""
     if not isinstance(X, pd.DataFrame):
         return None
+    check_unique_columns(X)
     return [
         list(X[c].cat.categories) if isinstance(X[c].dtype, pd.CategoricalDtype) else None
         for c in X.columns

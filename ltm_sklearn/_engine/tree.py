@@ -345,7 +345,15 @@ class LatentTree:
         used = [lab for lab in labels if lab is not None]
         unknown = sorted({lab for lab in used if lab not in index})
         if unknown:
-            raise ValueError(f"Newick labels {unknown[:10]} do not match any column.")
+            if names is None:
+                raise ValueError(
+                    f"Newick labels {unknown[:10]} do not match any column index "
+                    f"0..{n_observed - 1}."
+                )
+            shown = names if len(names) <= 20 else names[:20] + ["..."]
+            raise ValueError(
+                f"Newick labels {unknown[:10]} do not match any column; the columns are {shown}."
+            )
         dup = sorted({lab for lab in used if used.count(lab) > 1})
         if dup:
             raise ValueError(f"Newick labels {dup[:10]} appear more than once.")
@@ -457,8 +465,8 @@ class LatentTree:
                 out = tree.relabelled(feature_names)
         elif isinstance(tree, str):
             names = feature_names
-            if names is not None and not _newick_uses(tree, names):
-                names = None
+            if names is not None and _newick_labels_are_indices(tree, names):
+                names = None  # leaves labelled 0..d-1 address the columns by position
             out = cls.from_newick(tree, feature_names=names)
         elif hasattr(tree, "edges") and hasattr(tree, "nodes"):
             names = feature_names
@@ -622,8 +630,13 @@ def _quote(name):
     return "'" + name.replace("'", "''") + "'"
 
 
-def _newick_uses(text, names):
+def _newick_labels_are_indices(text, names):
+    """Whether a Newick string labels its leaves by column index rather than by the
+    column ``names``: it uses none of the names and every leaf label is a number."""
     labels = []
-    _collect_labels(_parse_newick(text), labels)
+    _collect_labels(_parse_newick(text), labels, leaves_only=True)
+    labels = [lab for lab in labels if lab is not None]
     names = set(map(str, names))
-    return any(lab in names for lab in labels if lab is not None)
+    return not any(lab in names for lab in labels) and all(
+        re.fullmatch(r"\d+", lab) for lab in labels
+    )

@@ -60,7 +60,13 @@ from .._algorithms.structure import (
 )
 from .._algorithms.tensor import expand_states
 from .._engine.inference import DenseEvidence, log_likelihood
-from .._engine.moments import CategoricalEncoder, KernelMoments, MomentEstimator, RBFFeatureMap
+from .._engine.moments import (
+    CategoricalEncoder,
+    ContinuousColumnError,
+    KernelMoments,
+    MomentEstimator,
+    RBFFeatureMap,
+)
 from .._engine.tree import LatentTree
 from .base import BaseLatentTree, FittedModel, check_frame_dtypes, is_dask_collection
 
@@ -462,11 +468,14 @@ class KernelLatentTree(BaseLatentTree):
             names = getattr(self, "feature_names_in_", None)
             names = None if names is None else [names[j] for j in cat]
             self._encoder = CategoricalEncoder("auto" if given is None else given)
-            if sample_weight is not None and not np.all(sample_weight > 0):
-                self._encoder.fit_transform(sub[sample_weight > 0], names)
-                codes = self._encoder.transform(sub)
-            else:
-                codes = self._encoder.fit_transform(sub, names)
+            try:
+                if sample_weight is not None and not np.all(sample_weight > 0):
+                    self._encoder.fit_transform(sub[sample_weight > 0], names)
+                    codes = self._encoder.transform(sub)
+                else:
+                    codes = self._encoder.fit_transform(sub, names)
+            except ContinuousColumnError as exc:
+                raise self._continuous_category_error(X, cat[exc.column], exc) from None
             for t, j in enumerate(cat):
                 self.categories_[j] = self._encoder.categories_[t]
         else:
@@ -475,6 +484,35 @@ class KernelLatentTree(BaseLatentTree):
         codes[codes == -1] = np.nan
         Z[:, cat] = codes
         return Z
+
+    def _continuous_category_error(self, X, j, exc):
+        """The error of a column modelled as categorical that looks continuous (column
+        ``j`` of validated ``X``): why it is categorical, and how to model it either way."""
+        names = getattr(self, "feature_names_in_", None)
+        name = repr(str(names[j])) if names is not None else str(int(j))
+        if isinstance(self.categorical_features, str):  # "from_dtype"
+            col = X[:, j]
+            label = next((v for v in col[~pd.isna(col)] if not _is_number(v)), None)
+            why = (
+                f"it holds values that are not numbers (e.g. {label!r})"
+                if label is not None
+                else f"its dtype {col.dtype} is not numeric"
+            )
+            fix = (
+                "convert it to numbers (e.g. its non-numeric entries to NaN, which are "
+                "missing values) or list the categorical columns in categorical_features= "
+                "without it"
+            )
+        else:
+            why = "categorical_features declares it categorical"
+            fix = "leave it out of categorical_features"
+        return ValueError(
+            f"{type(self).__name__}: column {name} is modelled as categorical because {why}, "
+            f"but it looks continuous ({exc.n_values} distinct values, {exc.n_fractional} of them "
+            "fractional): every value would become a category. To model it as continuous, "
+            f"{fix}; to keep it categorical, bin it first or pass its categories explicitly "
+            "with categories=."
+        )
 
     def _n_categories(self):
         return np.array([0 if c is None else len(c) for c in self.categories_], dtype=np.int64)

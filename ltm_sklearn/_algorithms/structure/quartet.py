@@ -17,7 +17,9 @@ rank: the quartet is undecidable.
 current tree where the new leaf can go is cut at its centroid into three branches, one
 quartet test with the nearest leaf of each branch picks the branch, and the search recurses
 until one edge is left, which the new leaf subdivides. Each insertion needs ``O(log d)``
-tests, the whole tree ``O(d log d)``.
+tests, the whole tree ``O(d log d)``. :func:`learn_tree_quartets` searches only the
+edges near the inserted column nearest to the new one in the spectral tree metric (in a
+deep tree the columns around the centroid are too far from the new one for its tests).
 """
 
 from __future__ import annotations
@@ -199,6 +201,8 @@ def build_tree_quartets(
     order=None,
     tol=None,
     feature_names=None,
+    distances=None,
+    radius=None,
 ):
     """Latent tree by quartet-guided leaf insertion (papers/001 Algorithm 2).
 
@@ -223,6 +227,12 @@ def build_tree_quartets(
     tol : float, default=None
         Rank tolerance of :func:`quartet_test` (only affects the diagnostics).
     feature_names : list of str, default=None
+    distances : ndarray of shape (n_features, n_features), default=None
+        A tree metric of the columns (e.g. :func:`spectral_distance`); with ``radius``,
+        the search for the place of a new column starts from the edges within
+        ``radius`` hops of the nearest inserted column instead of the whole tree.
+    radius : int, default=None
+        See ``distances`` (at least 2). ``None``: the whole tree (Algorithm 2).
 
     Returns
     -------
@@ -279,8 +289,14 @@ def build_tree_quartets(
     connect(h, g)
     next_hidden = d + 2
 
+    inserted = list(first)
     for x in order[4:]:
-        region = {frozenset(edge) for edge in _edges(adj)}
+        if distances is not None and radius is not None:
+            near = min(inserted, key=lambda y: (distances[x, y], y))
+            region = _ball(adj, near, radius)
+        else:
+            region = {frozenset(edge) for edge in _edges(adj)}
+        inserted.append(x)
         while len(region) > 1:
             centre, branches = _centroid(region)
             groups = [_nearest_leaves(adj, centre, v, d, n_representatives) for v in branches]
@@ -301,7 +317,15 @@ def build_tree_quartets(
 def learn_tree_quartets(moments, rank, n_representatives=3, feature_names=None):
     """Quartet-based structure from a :class:`MomentEstimator` (what ``structure="quartet"``
     runs): normalised 4-way moments projected to ``rank``, scores beyond rank ``rank``,
-    leaves inserted in :func:`insertion_order` of the spectral tree metric.
+    leaves inserted in :func:`insertion_order` of the spectral tree metric, each searched
+    for within ``_RADIUS`` hops of its nearest inserted column in that metric.
+
+    Searching the whole tree (Algorithm 2) first tests a new column against columns
+    around the centroid of the tree, which in a deep tree are far from it: their
+    dependence decays geometrically with the hops, the tests are decided by noise and a
+    wrong branch is never left (on a 100-step hidden Markov chain, 5,000 rows, every
+    split of the learned tree was wrong). The nearest column in the tree metric is next to
+    the place of the new one, so the tests near it carry signal.
 
     Returns
     -------
@@ -311,7 +335,8 @@ def learn_tree_quartets(moments, rank, n_representatives=3, feature_names=None):
     if len(moments.n_states) < 4:
         star = LatentTree.star(len(moments.n_states), feature_names=feature_names)
         return star, QuartetTreeInfo(0, np.inf, 0)
-    order = insertion_order(spectral_distance(moments, rank))
+    D = spectral_distance(moments, rank)
+    order = insertion_order(D)
     return build_tree_quartets(
         quartet_tables(moments, rank=rank),
         len(moments.n_states),
@@ -320,7 +345,13 @@ def learn_tree_quartets(moments, rank, n_representatives=3, feature_names=None):
         order=order,
         tol=4.0 / np.sqrt(moments.n_samples),  # rank tolerance of the diagnostics
         feature_names=feature_names,
+        distances=D,
+        radius=_RADIUS,
     )
+
+
+#: hops around the nearest inserted column searched for the place of a new one
+_RADIUS = 6
 
 
 def insertion_order(D):
@@ -343,6 +374,21 @@ def insertion_order(D):
 
 def _edges(adj):
     return {(min(u, v), max(u, v)) for u, nbrs in adj.items() for v in nbrs}
+
+
+def _ball(adj, centre, radius):
+    """Edges of the current tree within ``radius`` hops of ``centre``."""
+    depth, queue, edges = {centre: 0}, deque([centre]), set()
+    while queue:
+        u = queue.popleft()
+        if depth[u] >= radius:
+            continue
+        for v in adj[u]:
+            edges.add(frozenset((u, v)))
+            if v not in depth:
+                depth[v] = depth[u] + 1
+                queue.append(v)
+    return edges
 
 
 def _region_adjacency(region):
