@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import gzip
 import itertools
 
 import numpy as np
@@ -45,6 +46,9 @@ __all__ = [
     "TABLES",
     "UCI_NAMES",
     "load_table",
+    "DEBD_SETS",
+    "DEBD_PUBLISHED",
+    "load_debd",
 ]
 
 
@@ -475,3 +479,51 @@ def load_table(name, columns="all", names=False):
     if names and name in UCI_NAMES:
         df = df.rename(columns={f"x{j}": n for j, n in enumerate(UCI_NAMES[name])})
     return df, y
+
+
+# ---------------------------------------------------------------------- density benchmark
+#: the bundled sets of the binary density-estimation benchmark (``data/debd/README.md``)
+DEBD_SETS = ("nltcs", "plants", "baudio", "jester", "bnetflix")
+#: published test log-likelihoods per row (nats): hidden Chow-Liu tree circuits (HCLT),
+#: mixtures of trees (MT) and mixtures of all trees (MoAT) - Selvam, Zhang & Van den
+#: Broeck, "Mixtures of All Trees", AISTATS 2023, Table 1
+DEBD_PUBLISHED = {
+    "nltcs": {"HCLT": -5.99, "MT": -6.01, "MoAT": -6.07},
+    "plants": {"HCLT": -14.26, "MT": -12.95, "MoAT": -13.50},
+    "baudio": {"HCLT": -39.77, "MT": -40.08, "MoAT": -39.03},
+    "jester": {"HCLT": -52.46, "MT": -53.08, "MoAT": -51.65},
+    "bnetflix": {"HCLT": -56.27, "MT": -56.74, "MoAT": -55.52},
+}
+
+
+def load_debd(name):
+    """Load one set of the binary density-estimation benchmark with its fixed splits.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`DEBD_SETS`.
+
+    Returns
+    -------
+    train, valid, test : ndarray of shape (n_rows, n_columns), dtype int8
+        0/1 rows. The literature learns on ``train``, chooses hyper-parameters on
+        ``valid`` and reports the mean test log-likelihood per row
+        (:data:`DEBD_PUBLISHED`).
+
+    Examples
+    --------
+    >>> train, valid, test = load_debd("nltcs")
+    >>> train.shape, valid.shape, test.shape
+    ((16181, 16), (2157, 16), (3236, 16))
+    """
+    from importlib import resources
+
+    if name not in DEBD_SETS:
+        raise ValueError(f"Unknown set {name!r}; the bundled sets are {DEBD_SETS}.")
+    folder = resources.files("ltm_sklearn") / "data" / "debd"
+    out = []
+    for split in ("train", "valid", "test"):
+        with (folder / f"{name}.{split}.csv.gz").open("rb") as fh:
+            out.append(np.loadtxt(gzip.open(fh), delimiter=",", dtype=np.int8, ndmin=2))
+    return tuple(out)

@@ -128,6 +128,9 @@ class LatentTreeEM(BaseLatentTree):
         n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
         return (*random_cpts(tree, n_states, rng), {})
 
+    def _second_start(self, tree, moments, rng):
+        return None  # the tensor start is this estimator's own (restarts: n_init)
+
     def _fit_parameters(self, tree, moments, rng, max_iter=None):
         best = None
         for run in range(self.n_init):
