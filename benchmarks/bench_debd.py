@@ -20,7 +20,9 @@ without a first pass of mini-batch EM.
 
 Usage::
 
-    python benchmarks/bench_debd.py [--sets nltcs plants ...] [--part density|engine|report]
+    python benchmarks/bench_debd.py [--sets nltcs plants ...] [--part PART]
+
+PART: density (ours and peers), ours, peers, engine, report, all (the default).
 
 Each (set, model) result is kept in ``results/bench_debd_parts/`` (a re-run skips what is
 there); ``--part report`` writes ``results/bench_debd.md`` and ``bench_debd.png``.
@@ -90,22 +92,24 @@ def _ours(est, train, valid, test):
     }
 
 
-def run_density(name):
+def run_density(name, peers=True, ours=True):
     train, valid, test = load_debd(name)
-    if not _done(f"{name}-auto"):
+    if not ours:
+        pass
+    elif not _done(f"{name}-auto"):
         est = SpectralLatentTree(n_hidden_states="auto", random_state=0)
         _keep(f"{name}-auto", _ours(est, train, valid, test))
-    for k in HCLT_STATES:
+    for k in HCLT_STATES if ours else ():
         if not _done(f"{name}-hclt{k}"):
             est = LatentTreeEM(k, structure="hclt", init="random", random_state=0)
             _keep(f"{name}-hclt{k}", _ours(est, train, valid, test))
-    if not _done(f"{name}-chow_liu"):
+    if ours and not _done(f"{name}-chow_liu"):
         est = SpectralLatentTree(2, structure="chow_liu", random_state=0)
         _keep(f"{name}-chow_liu", _ours(est, train, valid, test))
-    if not _done(f"{name}-independence"):
+    if ours and not _done(f"{name}-independence"):
         est = SpectralLatentTree(1, structure="star", random_state=0)
         _keep(f"{name}-independence", _ours(est, train, valid, test))
-    for peer in ("pgmpy_chow_liu", "pgmpy_hill_climbing"):
+    for peer in ("pgmpy_chow_liu", "pgmpy_hill_climbing") if peers else ():
         if not _done(f"{name}-{peer}"):
             _keep(f"{name}-{peer}", _with_timeout(_pgmpy, name, peer))
 
@@ -454,11 +458,13 @@ def _plot(sets):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", default=list(DEBD_SETS))
-    parser.add_argument("--part", choices=("density", "engine", "report", "all"), default="all")
+    parser.add_argument(
+        "--part", choices=("density", "ours", "peers", "engine", "report", "all"), default="all"
+    )
     args = parser.parse_args()
     for name in args.sets:
-        if args.part in ("density", "all"):
-            run_density(name)
+        if args.part in ("density", "all", "ours", "peers"):
+            run_density(name, peers=args.part != "ours", ours=args.part != "peers")
         if args.part in ("engine", "all"):
             run_engine(name)
     report(list(DEBD_SETS))

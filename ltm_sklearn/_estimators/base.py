@@ -88,6 +88,9 @@ _AUTO_PRUNE_FROM = 8
 _AUTO_OPERATIONS = 4e12
 #: held-out scores (nats per row) closer than this are a tie, broken by a fixed order
 _TIE_TOL = 1e-6
+#: ``n_hidden_states="auto"`` stops growing after this many ``k'`` in a row that do not
+#: improve the best held-out score
+_AUTO_PATIENCE = 2
 #: memory the tables of one model may take (EM holds a few copies), in bytes
 _TABLE_MEMORY = 2**30
 #: from this many hidden states on, EM's messages are float32 (the held-out likelihood
@@ -386,8 +389,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         ``_AUTO_KEEP`` structures that scored best at the previous one (and any that gained
         more than the leader), starting EM from that fit with every hidden state copied
         (:func:`~ltm_sklearn.tensor.expand_states`) when the tree is the same; the growth
-        stops at the first ``k'`` whose best score does not beat the best so far by more
-        than the standard error of their paired difference over the held-out rows.
+        stops after ``_AUTO_PATIENCE`` values of ``k'`` in a row that do not improve the
+        best score, or before a level would pass the budget ``_AUTO_OPERATIONS``.
 
         The choice is the simplest model within one standard error of the best (the
         one-standard-error rule): the fewest hidden states, then the first candidate in
@@ -410,7 +413,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         val_w = moments.sample_weight[val]
         cap = min(self.max_iter, _SELECTION_MAX_ITER)
         scores, fits, trees, lls = {}, {}, {}, {}
-        alive, best, previous, spent = list(names), None, None, 0.0
+        alive, best, previous, spent, stale = list(names), None, None, 0.0, 0
         n_train = np.count_nonzero(train_moments.sample_weight > 0)
         for k in grid:
             cost = 6.0 * cap * n_train * k * k * 2 * len(train_moments.n_states) * len(alive)
@@ -458,11 +461,12 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             gains = {n: s - scores.get((n, previous), -np.inf) for n, s in level.items()}
             previous = k
             leader = max(level, key=lambda n: (level[n], -names.index(n)))
-            if best is not None:
-                gain = scores[(leader, k)] - scores[best]
-                if gain <= max(_TIE_TOL, _paired_se(lls[(leader, k)], lls[best], val_w)):
+            if best is None or scores[(leader, k)] > scores[best] + _TIE_TOL:
+                best, stale = (leader, k), 0
+            else:
+                stale += 1
+                if stale >= _AUTO_PATIENCE:
                     break
-            best = (leader, k)
             if k >= _AUTO_PRUNE_FROM:
                 ranked = sorted(alive, key=lambda n: (-round(level[n] / _TIE_TOL), names.index(n)))
                 leader = ranked[0]
@@ -563,13 +567,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             # a large k': EM from the selection's fit (on most of the same rows)
             fitted = self._polish(self.tree_, parameters, start.root_marginal, start.cpts, {}, rng)
         else:
-            fitted = self._fit_parameters(self.tree_, parameters, rng)
-            second = self._second_start(self.tree_, parameters, rng)
-            if second is not None:
-                other = self._polish(self.tree_, parameters, *second, {}, rng)
-                if other.objective > fitted.objective:
-                    other.extras = fitted.extras  # the raw estimate stays the estimator's
-                    fitted = other
+            fitted = self._fit_parameters(self.tree_, parameters, rng, second_start=True)
         self._set_fitted(fitted)
         if not fitted.converged:
             warnings.warn(
@@ -659,16 +657,15 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         k = self.n_hidden_states_
         if not tree.hidden_nodes or k > _moment_states(moments.n_states):
             return None
-        if getattr(moments, "n_rows_total", 0) > moments.n_samples:
-            return None  # distributed data: its moments were read in one pass already
         return tensor_cpts(tree, moments, k, random_state=rng)
 
     def _unseen_proba(self, moments):
         return np.array([1.0 / (c.size + t + 1.0) for c, t in moments.singleton_counts()])
 
-    def _fit_parameters(self, tree, moments, rng, max_iter=None):
+    def _fit_parameters(self, tree, moments, rng, max_iter=None, second_start=False):
         """Explicit starting point (:meth:`_initial_parameters`) polished by EM (at most
-        ``max_iter`` iterations, default ``self.max_iter``)."""
+        ``max_iter`` iterations, default ``self.max_iter``); with ``second_start`` also
+        :meth:`_second_start`, the better training objective kept."""
         if tree.hidden_nodes and self.n_hidden_states_ > _moment_states(moments.n_states):
             # more hidden states than the moments identify: EM from a random start (on the
             # density benchmark's hidden Chow-Liu trees it ends above the moment start
@@ -677,10 +674,21 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
             root, cpts = random_cpts(tree, n_states, rng)
             return self._polish(tree, moments, root, cpts, {}, rng, max_iter)
+
+        def starts(r):
+            first = self._initial_parameters(tree, moments, r)
+            return first, (self._second_start(tree, moments, r) if second_start else None)
+
         if hasattr(moments, "prefetch"):  # distributed data: its moments in one pass
-            moments.prefetch(lambda r: self._initial_parameters(tree, moments, r), rng)
-        root, cpts, extras = self._initial_parameters(tree, moments, rng)
-        return self._polish(tree, moments, root, cpts, extras, rng, max_iter)
+            moments.prefetch(starts, rng)
+        (root, cpts, extras), second = starts(rng)
+        fitted = self._polish(tree, moments, root, cpts, extras, rng, max_iter)
+        if second is not None:
+            other = self._polish(tree, moments, *second, {}, rng, max_iter)
+            if other.objective > fitted.objective:
+                other.extras = fitted.extras  # the raw estimate stays the estimator's
+                fitted = other
+        return fitted
 
     def _polish(self, tree, moments, root, cpts, extras, rng=None, max_iter=None, noise=None):
         noise = _EXPAND_NOISE if noise is None else noise

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
+from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.utils import _safe_indexing
-from sklearn.utils._param_validation import HasMethods
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
@@ -17,6 +20,7 @@ from sklearn.utils.validation import (
 )
 
 from .._engine.moments import declared_categories
+from .base import _TIE_TOL, AUTO_HIDDEN_STATES, _paired_se
 from .spectral import SpectralLatentTree
 
 __all__ = ["LatentTreeClassifier"]
@@ -45,6 +49,19 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         the whole data) serves every class model, and a kernel model also shares its
         bandwidths, so that the class densities smooth alike. Ignored when ``estimator``
         has a given ``tree``.
+    n_hidden_states : int, "auto" or None, default=None
+        ``None`` keeps the ``estimator``'s own; an integer is set on every class model.
+        ``"auto"`` chooses ``k'`` for classification inside ``fit``: a stratified 20% of
+        the rows is held out, the class models are fitted on the others for ``k' = 1, 2,
+        3, 4, 6, ...`` (:data:`~ltm_sklearn._estimators.base.AUTO_HIDDEN_STATES`, at most
+        the rows of the smallest class) while the held-out log-loss improves by more than
+        the standard error of the paired difference, and the simplest ``k'`` within one
+        standard error of the best is refitted on all rows (so a ``k'`` whose log-loss
+        is above ``k' = 1``'s by more than noise is never chosen). ``GridSearchCV`` with
+        ``scoring="neg_log_loss"`` over the estimator's ``n_hidden_states`` remains the
+        alternative.
+    random_state : int, RandomState instance or None, default=None
+        The held-out split of ``n_hidden_states="auto"`` (``None``: a fixed split).
 
     Attributes
     ----------
@@ -53,6 +70,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Weighted class frequencies.
     estimators_ : list of estimators
         The fitted density of every class, in the order of ``classes_``.
+    n_hidden_states_ : int
+        ``k'`` of the class models (``n_hidden_states`` not None only).
+    n_hidden_states_scores_ : dict
+        Held-out log-loss per ``k'`` tried (``n_hidden_states="auto"`` only).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has feature names.
@@ -78,11 +99,17 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit", "score_samples"]), None],
         "shared_tree": ["boolean"],
+        "n_hidden_states": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
+        "random_state": ["random_state"],
     }
 
-    def __init__(self, estimator=None, *, shared_tree=False):
+    def __init__(
+        self, estimator=None, *, shared_tree=False, n_hidden_states=None, random_state=None
+    ):
         self.estimator = estimator
         self.shared_tree = shared_tree
+        self.n_hidden_states = n_hidden_states
+        self.random_state = random_state
 
     def _base_estimator(self):
         if self.estimator is not None:
@@ -134,22 +161,80 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"{len(self.classes_)} class (rows of positive weight)."
             )
         base = self._base_estimator()
-        params = base.get_params()
         shared = {}
-        if isinstance(params.get("categories"), str):
+        if isinstance(base.get_params().get("categories"), str):
             shared = base._shared_encoding(X, declared)
-        weights = np.bincount(y_idx, weights=sample_weight, minlength=len(self.classes_))
-        self.class_prior_ = weights / weights.sum()
-        if self.shared_tree and params.get("tree", False) is None:
+        self.__dict__.pop("n_hidden_states_scores_", None)
+        if self.n_hidden_states == "auto":
+            shared["n_hidden_states"] = self._choose_hidden_states(
+                base, shared, X, y_idx, sample_weight
+            )
+        elif self.n_hidden_states is not None:
+            shared["n_hidden_states"] = int(self.n_hidden_states)
+        if "n_hidden_states" in shared:
+            self.n_hidden_states_ = shared["n_hidden_states"]
+        else:
+            self.__dict__.pop("n_hidden_states_", None)
+        self.class_prior_, self.estimators_ = self._fit_classes(
+            base, shared, X, y_idx, sample_weight
+        )
+        return self
+
+    def _fit_classes(self, base, shared, X, y_idx, sample_weight):
+        """``(class prior, fitted class models)`` of the rows ``X`` with classes
+        ``y_idx``."""
+        n_classes = len(self.classes_)
+        weights = np.bincount(y_idx, weights=sample_weight, minlength=n_classes)
+        shared = dict(shared)
+        if self.shared_tree and base.get_params().get("tree", False) is None:
             pooled = clone(base).set_params(**shared).fit(X, sample_weight=sample_weight)
             shared.update(pooled._shared_params())
-        self.estimators_ = []
-        for c in range(len(self.classes_)):
+        estimators = []
+        for c in range(n_classes):
             rows = np.flatnonzero(y_idx == c)
             est = clone(base).set_params(**shared)
             est.fit(_safe_indexing(X, rows), sample_weight=sample_weight[rows])
-            self.estimators_.append(est)
-        return self
+            estimators.append(est)
+        return weights / weights.sum(), estimators
+
+    def _choose_hidden_states(self, base, shared, X, y_idx, sample_weight):
+        """``n_hidden_states="auto"``: ``k'`` by held-out log-loss (see the class
+        docstring)."""
+        seed = self.random_state if self.random_state is not None else 0
+        counts = np.bincount(y_idx)
+        if counts.min() < 5:
+            raise ValueError(
+                "n_hidden_states='auto' holds out rows of every class to choose k' and "
+                f"needs at least 5 rows per class; the smallest class has {counts.min()}."
+                " Pass an integer n_hidden_states."
+            )
+        split = StratifiedShuffleSplit(n_splits=1, test_size=0.2, random_state=seed)
+        train, val = next(split.split(np.zeros((len(y_idx), 1)), y_idx))
+        X_train, X_val = _safe_indexing(X, train), _safe_indexing(X, val)
+        largest = int(np.bincount(y_idx[train]).min())
+        scores, losses, best = {}, {}, None
+        w_val = sample_weight[val]
+        for k in [k for k in AUTO_HIDDEN_STATES if k <= largest]:
+            trial = dict(shared, n_hidden_states=k)
+            prior, models = self._fit_classes(
+                base, trial, X_train, y_idx[train], sample_weight[train]
+            )
+            joint = np.column_stack([m.score_samples(X_val) for m in models]) + np.log(prior)
+            log_post = joint - logsumexp(joint, axis=1, keepdims=True)
+            losses[k] = -log_post[np.arange(len(val)), y_idx[val]]
+            scores[k] = float(np.average(losses[k], weights=w_val))
+            if best is not None:
+                gain = scores[best] - scores[k]
+                if gain <= max(_TIE_TOL, _paired_se(losses[best], losses[k], w_val)):
+                    break
+            best = k
+        self.n_hidden_states_scores_ = scores
+        top = min(scores, key=lambda k: (scores[k], k))
+        return min(
+            k
+            for k in scores
+            if scores[k] <= scores[top] + max(_TIE_TOL, _paired_se(losses[top], losses[k], w_val))
+        )
 
     def _joint_log_likelihood(self, X):
         check_is_fitted(self)

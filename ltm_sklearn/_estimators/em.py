@@ -131,11 +131,11 @@ class LatentTreeEM(BaseLatentTree):
     def _second_start(self, tree, moments, rng):
         return None  # the tensor start is this estimator's own (restarts: n_init)
 
-    def _fit_parameters(self, tree, moments, rng, max_iter=None):
+    def _fit_parameters(self, tree, moments, rng, max_iter=None, second_start=False):
         best = None
         for run in range(self.n_init):
             if run == 0:
-                fitted = super()._fit_parameters(tree, moments, rng, max_iter)
+                fitted = super()._fit_parameters(tree, moments, rng, max_iter, second_start)
             else:
                 n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
                 start = random_cpts(tree, n_states, rng)

@@ -616,6 +616,9 @@ class KernelLatentTree(BaseLatentTree):
     def _row_values(self, moments):
         return moments.X.T
 
+    def _second_start(self, tree, moments, rng):
+        return None  # the explicit recovery reads the columns' landmark codes
+
     # ------------------------------------------------------------------ structure
     def _auto_candidates(self):
         return KERNEL_AUTO_CANDIDATES
@@ -650,7 +653,7 @@ class KernelLatentTree(BaseLatentTree):
         )
 
     # ------------------------------------------------------------------ model
-    def _fit_parameters(self, tree, moments, rng, max_iter=None):
+    def _fit_parameters(self, tree, moments, rng, max_iter=None, second_start=False):
         """The kernel estimate of papers/002 (kept as ``raw_estimate_``), then the explicit
         model: tables over the bump centres recovered from the moments of the columns
         discretised to their nearest centres (the discrete estimators' explicit recovery),
