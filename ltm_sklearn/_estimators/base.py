@@ -91,6 +91,10 @@ _TIE_TOL = 1e-6
 #: ``n_hidden_states="auto"`` stops growing after this many ``k'`` in a row that do not
 #: improve the best held-out score
 _AUTO_PATIENCE = 2
+#: most entries of a table between two hidden nodes per row of data (``k'^2`` against
+#: the rows): 10 admits the hidden Chow-Liu trees of the density benchmark at k' = 128
+#: (16,384 entries, 15,000 rows) and refuses k' = 1,000 on 3,000 rows
+_ENTRIES_PER_ROW = 10
 #: memory the tables of one model may take (EM holds a few copies), in bytes
 _TABLE_MEMORY = 2**30
 #: from this many hidden states on, EM's messages are float32 (the held-out likelihood
@@ -348,7 +352,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         """The ``k'`` that ``n_hidden_states="auto"`` may try: at most the rows, and tables
         within the memory budget."""
         n_rows = int(np.count_nonzero(moments.sample_weight > 0))
-        grid = [k for k in AUTO_HIDDEN_STATES if k <= max(n_rows, 1)]
+        grid = [k for k in AUTO_HIDDEN_STATES if k <= n_rows and k * k <= _ENTRIES_PER_ROW * n_rows]
         return [k for k in grid if k == 1 or self._table_bytes(moments, k) <= _TABLE_MEMORY]
 
     def _table_bytes(self, moments, k):
@@ -359,7 +363,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _check_rows_for_states(self, moments, k):
         """Refuse more hidden states than rows (as scikit-learn's mixtures refuse more
-        components than samples): a state no row can fall in is not estimated."""
+        components than samples), and a ``k' x k'`` table between hidden nodes with more
+        entries than ``_ENTRIES_PER_ROW`` times the rows: neither can be estimated."""
         n_rows = int(np.count_nonzero(moments.sample_weight > 0))
         if k > n_rows:
             raise ValueError(
@@ -367,6 +372,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 "weight: a hidden state needs rows to be estimated. Use fewer hidden states, "
                 "n_hidden_states='auto', or a structure without hidden nodes "
                 "(structure='chow_liu')."
+            )
+        if k * k > _ENTRIES_PER_ROW * n_rows:
+            raise ValueError(
+                f"n_hidden_states={k} gives tables of {k * k} entries between hidden nodes, "
+                f"more than {_ENTRIES_PER_ROW} per row of the n_samples={n_rows} rows: they "
+                f"cannot be estimated. Use at most {int(np.sqrt(_ENTRIES_PER_ROW * n_rows))} "
+                "hidden states, or n_hidden_states='auto'."
             )
 
     def _check_table_memory(self, moments, k):
@@ -856,6 +868,57 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         for t, h in enumerate(hidden):
             out[:, t, : post[h].shape[1]] = post[h]
         return out
+
+    def predict_proba(self, X):
+        """Posterior of the root hidden variable's states given each row.
+
+        The latent class of a row, as :meth:`sklearn.mixture.GaussianMixture.predict_proba`
+        gives the posterior of the mixture component: ``P(h_root = s | observed entries)``
+        for the ``n_hidden_states_`` states of the root ``tree_.root`` (a hidden node at
+        the centre of the tree); NaN entries are marginalised out. For every hidden node
+        use :meth:`predict_hidden_proba`; to classify rows by per-class likelihoods use
+        :class:`~ltm_sklearn.LatentTreeClassifier`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_hidden_states_)
+            Rows sum to 1.
+
+        Raises
+        ------
+        ValueError
+            When the tree has no hidden node (e.g. ``structure_ == "chow_liu"``): there
+            is no latent variable to assign rows to.
+        """
+        check_is_fitted(self)
+        root = self.tree_.root
+        if root < self.tree_.n_observed:
+            raise ValueError(
+                f"The fitted tree has no hidden node (structure_={self.structure_!r}), so "
+                "there is no latent class to predict; fit with a latent structure (e.g. "
+                "structure='star' for latent class analysis, or 'me'), or use "
+                "LatentTreeClassifier to classify rows by per-class likelihoods."
+            )
+        ev = self._evidence(self._encode(self._validate_X(X, reset=False)))
+        return hidden_posteriors(self.tree_, self.root_marginal_, self.cpts_, ev, [root])[root]
+
+    def predict(self, X):
+        """The most probable state of the root hidden variable for each row (the
+        argmax of :meth:`predict_proba`: a latent class assignment).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) of int
+        """
+        return np.argmax(self.predict_proba(X), axis=1)
 
     def sample(self, n_samples=1, random_state=None):
         """Draw rows from the fitted model.
