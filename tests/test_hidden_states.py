@@ -223,9 +223,9 @@ def test_predict_proba_is_the_root_posterior_and_predict_recovers_latent_classes
     Xn = X.astype(float)
     Xn[:, 0] = np.nan  # marginalised
     assert np.all(np.isfinite(est.predict_proba(Xn)))
-    cl = SpectralLatentTree(2, structure="chow_liu").fit(X)
-    with pytest.raises(ValueError, match="no hidden node"):
-        cl.predict_proba(X)
+    cl = SpectralLatentTree(2, structure="chow_liu").fit(X)  # no hidden node: one class
+    np.testing.assert_array_equal(cl.predict_proba(X[:5]), np.ones((5, 1)))
+    np.testing.assert_array_equal(cl.predict(X[:5]), np.zeros(5))
 
 
 # ---------------------------------------------------------------------- bounds on k'
