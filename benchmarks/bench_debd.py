@@ -92,7 +92,7 @@ def _ours(est, train, valid, test):
     }
 
 
-def run_density(name, peers=True, ours=True):
+def run_density(name, peers=True, ours=True, hill_climbing=True):
     train, valid, test = load_debd(name)
     if not ours:
         pass
@@ -109,7 +109,8 @@ def run_density(name, peers=True, ours=True):
     if ours and not _done(f"{name}-independence"):
         est = SpectralLatentTree(1, structure="star", random_state=0)
         _keep(f"{name}-independence", _ours(est, train, valid, test))
-    for peer in ("pgmpy_chow_liu", "pgmpy_hill_climbing") if peers else ():
+    names = ("pgmpy_chow_liu", "pgmpy_hill_climbing") if hill_climbing else ("pgmpy_chow_liu",)
+    for peer in names if peers else ():
         if not _done(f"{name}-{peer}"):
             _keep(f"{name}-{peer}", _with_timeout(_pgmpy, name, peer))
 
@@ -117,7 +118,14 @@ def run_density(name, peers=True, ours=True):
 # ---------------------------------------------------------------------- peers
 def _pgmpy(name, method, queue):
     import pandas as pd
-    from pgmpy.estimators import BayesianEstimator, HillClimbSearch, TreeSearch
+    from pgmpy.estimators import HillClimbSearch, TreeSearch
+
+    try:  # pgmpy >= 1.1
+        from pgmpy.parameter_estimator import DiscreteBayesianEstimator
+
+        bdeu = DiscreteBayesianEstimator(prior_type="BDeu", equivalent_sample_size=5)
+    except ImportError:
+        from pgmpy.estimators import BayesianEstimator as bdeu
 
     try:
         from pgmpy.models import DiscreteBayesianNetwork as Network
@@ -126,7 +134,7 @@ def _pgmpy(name, method, queue):
 
     train, valid, test = load_debd(name)
     cols = [f"x{j}" for j in range(train.shape[1])]
-    df = pd.DataFrame(train, columns=cols)
+    df = pd.DataFrame(train, columns=cols).astype(str)  # categorical columns
     t0 = time.perf_counter()
     if method == "pgmpy_chow_liu":
         dag = TreeSearch(df, root_node=cols[0]).estimate(
@@ -136,7 +144,7 @@ def _pgmpy(name, method, queue):
         dag = HillClimbSearch(df).estimate(scoring_method="bic-d", show_progress=False)
     model = Network(dag.edges())
     model.add_nodes_from(cols)
-    model.fit(df, estimator=BayesianEstimator)
+    model.fit(df, estimator=bdeu)
     seconds = time.perf_counter() - t0
     queue.put(
         {
@@ -158,23 +166,30 @@ def _network_log_likelihood(model, X, cols):
         for v in cpd.variables:
             states = list(cpd.state_names[v])
             lookup = {s: i for i, s in enumerate(states)}
-            position.append(np.array([lookup[x] for x in X[:, index[v]].tolist()]))
+            position.append(np.array([lookup[str(x)] for x in X[:, index[v]].tolist()]))
         total += np.log(values[tuple(position)])
     return float(total.mean())
 
 
 def _with_timeout(func, name, method):
-    queue = mp.Queue()
-    proc = mp.Process(target=func, args=(name, method, queue))
+    """``func`` in a child process; its result, or a timeout after ``PEER_TIMEOUT``.
+
+    The result is read before the child is joined: a child that used joblib's worker
+    processes can hang on exit after it has answered."""
+    import queue as queues
+
+    results = mp.Queue()
+    proc = mp.Process(target=func, args=(name, method, results))
     t0 = time.perf_counter()
     proc.start()
-    proc.join(PEER_TIMEOUT)
-    if proc.is_alive():
-        proc.terminate()
-        return {"timeout": PEER_TIMEOUT}
-    if proc.exitcode != 0 or queue.empty():
-        return {"error": f"exit code {proc.exitcode}", "seconds": time.perf_counter() - t0}
-    return queue.get()
+    try:
+        out = results.get(timeout=PEER_TIMEOUT)
+    except queues.Empty:
+        out = {"timeout": PEER_TIMEOUT} if proc.is_alive() else {"error": "no result"}
+        out["seconds"] = time.perf_counter() - t0
+    proc.terminate()
+    proc.join(5)
+    return out
 
 
 # ---------------------------------------------------------------------- the EM engine
@@ -461,10 +476,18 @@ def main():
     parser.add_argument(
         "--part", choices=("density", "ours", "peers", "engine", "report", "all"), default="all"
     )
+    parser.add_argument(
+        "--no-hill-climbing", action="store_true", help="skip pgmpy's hill climbing"
+    )
     args = parser.parse_args()
     for name in args.sets:
         if args.part in ("density", "all", "ours", "peers"):
-            run_density(name, peers=args.part != "ours", ours=args.part != "peers")
+            run_density(
+                name,
+                peers=args.part != "ours",
+                ours=args.part != "peers",
+                hill_climbing=not args.no_hill_climbing,
+            )
         if args.part in ("engine", "all"):
             run_engine(name)
     report(list(DEBD_SETS))

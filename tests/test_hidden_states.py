@@ -161,11 +161,16 @@ def test_classifier_auto_is_never_worse_than_k_equal_one_where_that_is_better():
     assert log_loss(auto) <= log_loss(one) + 0.005
 
 
-def test_classifier_auto_refuses_tiny_classes():
+def test_classifier_auto_keeps_tiny_classes_in_training_and_refuses_too_few_rows():
     X = np.random.default_rng(0).integers(0, 2, (40, 4))
     y = np.r_[np.zeros(37), np.ones(3)]
-    with pytest.raises(ValueError, match="at least 5 rows per class"):
-        LatentTreeClassifier(n_hidden_states="auto").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+    assert clf.n_hidden_states_ <= 3  # at most the rows of the smallest class
+    assert np.allclose(clf.predict_proba(X).sum(axis=1), 1)
+    with pytest.raises(ValueError, match="at least 10 rows in classes"):
+        LatentTreeClassifier(n_hidden_states="auto").fit(X[:12], np.r_[np.zeros(8), np.ones(4)])
 
 
 # ---------------------------------------------------------------------- the EM engine

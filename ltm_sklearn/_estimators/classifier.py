@@ -52,12 +52,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     n_hidden_states : int, "auto" or None, default=None
         ``None`` keeps the ``estimator``'s own; an integer is set on every class model.
         ``"auto"`` chooses ``k'`` for classification inside ``fit``: a stratified 20% of
-        the rows is held out, the class models are fitted on the others for ``k' = 1, 2,
-        3, 4, 6, ...`` (:data:`~ltm_sklearn._estimators.base.AUTO_HIDDEN_STATES`, at most
-        the rows of the smallest class) while the held-out log-loss improves by more than
-        the standard error of the paired difference, and the simplest ``k'`` within one
-        standard error of the best is refitted on all rows (so a ``k'`` whose log-loss
-        is above ``k' = 1``'s by more than noise is never chosen). ``GridSearchCV`` with
+        the rows is held out (classes of fewer than 5 rows stay whole in training), the
+        class models are fitted on the others for ``k' = 1, 2, 3, 4, 6, ...``
+        (:data:`~ltm_sklearn._estimators.base.AUTO_HIDDEN_STATES`, at most the rows of the
+        smallest class) while the held-out log-loss improves by more than the standard
+        error of the paired difference, and the simplest ``k'`` within one standard error
+        of the best is refitted on all rows (so a ``k'`` whose log-loss is above ``k' =
+        1``'s by more than noise is never chosen). ``GridSearchCV`` with
         ``scoring="neg_log_loss"`` over the estimator's ``n_hidden_states`` remains the
         alternative.
     random_state : int, RandomState instance or None, default=None
@@ -202,14 +203,18 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         docstring)."""
         seed = self.random_state if self.random_state is not None else 0
         counts = np.bincount(y_idx)
-        if counts.min() < 5:
+        large = np.flatnonzero(np.isin(y_idx, np.flatnonzero(counts >= 5)))
+        if large.size < 10:
             raise ValueError(
-                "n_hidden_states='auto' holds out rows of every class to choose k' and "
-                f"needs at least 5 rows per class; the smallest class has {counts.min()}."
-                " Pass an integer n_hidden_states."
+                "n_hidden_states='auto' holds out rows to choose k' and needs at least 10 "
+                f"rows in classes of 5 rows or more, got {large.size}. Pass an integer "
+                "n_hidden_states."
             )
+        # classes of fewer than 5 rows keep all their rows for training
         split = StratifiedShuffleSplit(n_splits=1, test_size=0.2, random_state=seed)
-        train, val = next(split.split(np.zeros((len(y_idx), 1)), y_idx))
+        inner, outer = next(split.split(np.zeros((large.size, 1)), y_idx[large]))
+        val = np.sort(large[outer])
+        train = np.setdiff1d(np.arange(len(y_idx)), val)
         X_train, X_val = _safe_indexing(X, train), _safe_indexing(X, val)
         largest = int(np.bincount(y_idx[train]).min())
         scores, losses, best = {}, {}, None
