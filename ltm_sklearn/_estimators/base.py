@@ -484,7 +484,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 print(f"k'={k}: held-out log-likelihood per row {text}")
             gains = {n: s - scores.get((n, previous), -np.inf) for n, s in level.items()}
             previous = k
-            leader = max(level, key=lambda n: (level[n], -names.index(n)))
+            high = max(level.values())
+            leader = min((n for n in level if level[n] >= high - _TIE_TOL), key=names.index)
             if best is None or scores[(leader, k)] > scores[best] + _TIE_TOL:
                 best, stale = (leader, k), 0
             else:
@@ -495,9 +496,15 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 ranked = sorted(alive, key=lambda n: (-round(level[n] / _TIE_TOL), names.index(n)))
                 leader = ranked[0]
                 alive = [n for n in ranked if n in ranked[:_AUTO_KEEP] or gains[n] > gains[leader]]
+
         # the best model (ties: fewer hidden states, then the order of the candidates);
         # a latent structure within one standard error of a tree without hidden nodes wins
-        top = max(scores, key=lambda key: (scores[key], -key[1], -names.index(key[0])))
+        def best_of(keys):  # within _TIE_TOL of the best: fewer states, then the order
+            high = max(scores[key] for key in keys)
+            tied = [key for key in keys if scores[key] >= high - _TIE_TOL]
+            return min(tied, key=lambda key: (key[1], names.index(key[0])))
+
+        top = best_of(list(scores))
         if not fits[top].tree.hidden_nodes:
             latent = [
                 key
@@ -506,7 +513,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 and s >= scores[top] - max(_TIE_TOL, _paired_se(lls[top], lls[key], val_w))
             ]
             if latent:
-                top = max(latent, key=lambda key: (scores[key], -key[1], -names.index(key[0])))
+                top = best_of(latent)
         name_best, k_best = top
         self.structure_scores_ = {n: s for (n, k), s in scores.items() if k == k_best}
         if auto_k:
