@@ -910,9 +910,10 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_hidden_states_)
-            Rows sum to 1. A tree without hidden nodes (e.g. ``structure_ ==
-            "chow_liu"``) has a single latent class: one column of ones.
+        ndarray of shape (n_samples, n_states)
+            ``n_states`` is ``n_hidden_states_``; rows sum to 1. A tree without hidden
+            nodes (e.g. ``structure_ == "chow_liu"``) has a single latent class: one
+            column of ones.
         """
         check_is_fitted(self)
         codes = self._encode(self._validate_X(X, reset=False))
