@@ -238,9 +238,9 @@ def test_hidden_states_beyond_what_the_rows_estimate_are_refused():
     X = LatentTreeModel.random(balanced_binary_tree(10), 2, 3, random_state=0).sample(
         3000, random_state=1
     )
-    for Est in (SpectralLatentTree, LatentTreeEM):
+    for Est in (SpectralLatentTree, LatentTreeEM, HierarchicalTensorLTM, QuartetTreeLearner):
         with pytest.raises(ValueError, match="n_hidden_states=1000 gives tables"):
-            Est(1000, structure="star").fit(X)
+            Est(1000).fit(X)  # refused before any candidate structure is fitted
     with pytest.raises(ValueError, match="n_samples=1 "):
         SpectralLatentTree(2, structure="star").fit(X[:1])
     # a tree without hidden nodes has no hidden state to estimate

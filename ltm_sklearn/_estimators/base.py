@@ -586,6 +586,10 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.structure_scores_ = {}
         self.__dict__.pop("n_hidden_states_scores_", None)
         names = self._candidate_structures()
+        if not isinstance(self.n_hidden_states, str) and names not in (["chow_liu"], ["given"]):
+            # refuse before fitting any candidate (a learned latent tree has hidden nodes)
+            self._check_table_memory(moments, int(self.n_hidden_states))
+            self._check_rows_for_states(moments, int(self.n_hidden_states))
         if isinstance(self.n_hidden_states, str) or len(names) > 1:
             k, structure = self._select_model(moments, rng)
         else:
