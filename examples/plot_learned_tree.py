@@ -3,9 +3,10 @@ The latent tree of a real table
 ===============================
 
 The breast-cancer table (Ljubljana, UCI; bundled with the package) has nine categorical
-columns. ``SpectralLatentTree`` with ``structure="auto"`` compares four candidate trees -
-the Chow-Liu tree, Chow-Liu neighbor joining, neighbor joining and a latent class model -
-on held-out rows, keeps the best and fits it on all rows. The drawing shows the columns
+columns. ``SpectralLatentTree`` with ``structure="auto"`` compares six candidate trees -
+the minimum-evolution search, Chow-Liu neighbor joining, two hidden Chow-Liu trees, the
+Chow-Liu tree and a latent class model - on held-out rows, keeps the best and fits it on
+all rows. The drawing shows the columns
 (grey) and the hidden variables (white) of the chosen tree.
 """
 

@@ -177,13 +177,14 @@ def _as_dtype(root_marginal, cpts, dtype):
     )
 
 
-def _normalise_columns(m, log_scale):
-    """Divide every column of ``m`` by its sum (in place); add the logs to ``log_scale``;
-    return the sums (1 where a column sums to 0)."""
+def _normalise_columns(m, log_scale=None):
+    """Divide every column of ``m`` by its sum (in place); add the logs to ``log_scale``
+    (when given); return the sums (1 where a column sums to 0)."""
     s = m.sum(axis=0)
     s[s <= 0] = 1
     m /= s
-    log_scale += np.log(s, dtype=np.float64)
+    if log_scale is not None:
+        log_scale += np.log(s, dtype=np.float64)
     return s
 
 
@@ -282,9 +283,7 @@ def _downward(tree, root_marginal, cpts, ev, beta, msg):
             a = None
             if tree.children[c]:
                 a = cpts[c].T @ excl
-                s = a.sum(axis=0)
-                s[s <= 0] = 1
-                a /= s
+                _normalise_columns(a)
                 alpha[c] = a
             yield c, excl, a
 

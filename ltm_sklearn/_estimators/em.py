@@ -23,13 +23,13 @@ class LatentTreeEM(BaseLatentTree):
 
     Parameters
     ----------
-    n_hidden_states : int, default=2
-        ``k'``: states of every hidden node (any positive number, also more than a
-        column's categories).
+    n_hidden_states : int or "auto", default=2
+        ``k'``: states of every hidden node (any positive number up to the rows, also
+        more than a column's categories); ``"auto"`` as in :class:`SpectralLatentTree`.
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         ``None`` learns the tree with ``structure``.
-    structure : {"auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
-            default="auto"
+    structure : {"auto", "chow_liu", "hclt", "grouped_hclt", "me", "nj", "rg", "clrg", "clnj", \
+            "star", "quartet"}, default="auto"
         See :class:`SpectralLatentTree`.
     init : {"random", "tensor"}, default="tensor"
         Starting point of the first restart: flat-Dirichlet CPTs, or the tensor

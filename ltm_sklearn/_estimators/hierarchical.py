@@ -32,8 +32,9 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
 
     Parameters
     ----------
-    n_hidden_states : int, default=2
-        ``k'``: rank of every linker (number of states of the hidden variables).
+    n_hidden_states : int or "auto", default=2
+        ``k'``: rank of every linker (number of states of the hidden variables);
+        ``"auto"`` as in :class:`SpectralLatentTree`.
     linker : {"optimal", "inverse"}, default="optimal"
         ``"optimal"``: eq. (6), the best rank-``k'`` linker for each edge's unfolding;
         ``"inverse"``: ``(A^T P B)^-1`` on the top-``k'`` singular subspace of the linker
@@ -42,8 +43,8 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         being split).
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree; ``None`` learns it with ``structure``.
-    structure : {"auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
-            default="auto"
+    structure : {"auto", "chow_liu", "hclt", "grouped_hclt", "me", "nj", "rg", "clrg", "clnj", \
+            "star", "quartet"}, default="auto"
         Structure learning when ``tree=None`` (see :class:`SpectralLatentTree`).
     categories : "auto" or list, default="auto"
     alpha : float, default=0.5

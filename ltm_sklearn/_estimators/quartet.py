@@ -31,9 +31,10 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
 
     Parameters
     ----------
-    n_hidden_states : int, default=2
-        ``k'``: hidden states of the parameter model, rank of the projected quartet
-        moments, and the rank beyond which the quartet tests measure the unfoldings.
+    n_hidden_states : int or "auto", default=2
+        ``k'`` (``"auto"`` as in :class:`SpectralLatentTree`): hidden states of the
+        parameter model, rank of the projected quartet moments, and the rank beyond which
+        the quartet tests measure the unfoldings.
     parameters : {"spectral", "hierarchical", "em"}, default="spectral"
         Starting point of the parameters on the learned tree.
     n_representatives : int, default=3

@@ -46,22 +46,30 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
 
     Parameters
     ----------
-    n_hidden_states : int, default=2
-        ``k'``: number of states of every hidden variable. Any positive number: where the
-        moments support fewer (an edge of lower numerical rank, e.g. binary columns), the
-        spectral estimate uses that rank and the extra states start as copies that EM
-        separates.
+    n_hidden_states : int or "auto", default=2
+        ``k'``: number of states of every hidden variable. Any positive number up to the
+        rows (and ``k'^2`` up to ten times the rows): where the moments support fewer (an
+        edge of lower numerical rank, e.g. binary columns), the spectral estimate uses
+        that rank and the extra states start as copies that EM separates; beyond a typical
+        column's number of categories EM starts from random tables. ``"auto"`` chooses
+        ``k'`` inside ``fit`` by held-out likelihood (``n_hidden_states_``,
+        ``n_hidden_states_scores_``).
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree. Observed columns are nodes ``0..n_features-1`` (or feature names
         in a Newick string / graph), hidden nodes follow; observed variables may be
         internal nodes. ``None`` learns it from the data with ``structure``.
-    structure : {"auto", "chow_liu", "me", "nj", "rg", "clrg", "clnj", "star", "quartet"}, \
-            default="auto"
-        Structure learning when ``tree=None``. ``"auto"`` fits the candidates
-        ``"chow_liu"``, ``"clnj"``, ``"me"`` and ``"star"`` on 80% of the rows (at most
-        20,000) and keeps the one with the best log-likelihood on the other 20% (at most
-        5,000; ``structure_scores_``). ``"chow_liu"``: the maximum-likelihood tree over the
-        columns, no hidden nodes (Chow & Liu 1968). On the spectral tree metric
+    structure : {"auto", "chow_liu", "hclt", "grouped_hclt", "me", "nj", "rg", "clrg", "clnj", \
+            "star", "quartet"}, default="auto"
+        Structure learning when ``tree=None``. ``"auto"`` fits the candidates ``"me"``,
+        ``"clnj"``, ``"hclt"``, ``"grouped_hclt"``, ``"chow_liu"`` and ``"star"`` on about
+        80% of the rows (at most 20,000) and keeps the one with the best log-likelihood on
+        the others (at most 5,000; ``structure_scores_``; a latent structure within one
+        standard error of the Chow-Liu tree wins). ``"chow_liu"``: the maximum-likelihood
+        tree over the columns, no hidden nodes (Chow & Liu 1968). ``"hclt"``: a hidden node
+        above every column, linked along the Chow-Liu tree; ``"grouped_hclt"``: hidden
+        nodes above groups of the most dependent columns
+        (:func:`~ltm_sklearn.structure.hidden_chow_liu`,
+        :func:`~ltm_sklearn.structure.grouped_chow_liu`). On the spectral tree metric
         (papers/002 eq. (12)): ``"me"`` BIONJ improved by nearest-neighbour interchanges
         under balanced minimum evolution
         (:func:`~ltm_sklearn.structure.minimum_evolution_search`), ``"nj"`` neighbor
@@ -86,8 +94,9 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         the minimum-evolution search (``structure="me"``, a candidate of ``"auto"``) in
         parallel processes.
     random_state : int, RandomState instance or None, default=None
-        Seeds the held-out split of ``structure="auto"``, the tensor power method's
-        starts and the perturbation of copied hidden states.
+        Seeds the tensor power method's starts, random starts and the perturbation of
+        copied hidden states; an integer also seeds the held-out split of the ``"auto"``
+        choices (``None``: a fixed split, a function of the rows).
     verbose : int, default=0
         Print the structure choice of ``"auto"``, the progress of the tree search and of
         EM.
