@@ -24,6 +24,12 @@ import itertools
 import numpy as np
 from sklearn.utils import check_random_state
 
+from ._algorithms.gaussian import (
+    GaussianTreeParameters,
+    joint_moments,
+    mixture_log_density,
+    standardise_hidden,
+)
 from ._engine.inference import (
     MISSING,
     CodeEvidence,
@@ -43,6 +49,7 @@ __all__ = [
     "deep_tree",
     "sample_sign_flip_tree",
     "GaussianLeafTreeModel",
+    "GaussianLatentTreeModel",
     "TABLES",
     "UCI_NAMES",
     "load_table",
@@ -368,6 +375,91 @@ class GaussianLeafTreeModel:
             offset += top
         m = self.model
         return log_likelihood(m.tree, m.root_marginal, m.cpts, DenseEvidence(evidence)) + offset
+
+
+class GaussianLatentTreeModel:
+    """Linear-Gaussian latent tree, or a mixture of them (a discrete root over trees).
+
+    Every node is linear in its parent, ``x_v = a_v x_u + b_v + e_v`` with
+    ``e_v ~ N(0, s_v)`` (Choi et al. 2011, section 2.2); hidden variables are continuous,
+    of mean 0 and variance 1 (per component). With ``n_components > 1`` a discrete root
+    picks which coefficients generate the row. The log-density is exact, NaN marginalised.
+
+    Parameters
+    ----------
+    tree : LatentTree
+    params : GaussianTreeParameters
+
+    Examples
+    --------
+    >>> from ltm_sklearn.datasets import GaussianLatentTreeModel, balanced_binary_tree
+    >>> m = GaussianLatentTreeModel.random(balanced_binary_tree(4), random_state=0)
+    >>> m.sample(3, random_state=0).shape
+    (3, 4)
+    """
+
+    def __init__(self, tree, params):
+        self.tree = tree
+        self.params = params
+
+    @property
+    def n_features(self):
+        return self.tree.n_observed
+
+    @classmethod
+    def random(cls, tree, n_components=1, *, min_correlation=0.5, spread=3.0, random_state=None):
+        """Edge correlations ``U(min_correlation, 0.95)`` with random signs, column means
+        ``U(-spread, spread)`` per component, column scales ``U(0.5, 2)``; the root's
+        proportions from ``Dirichlet(2, ..., 2)``."""
+        rng = check_random_state(random_state)
+        n, d = tree.n_nodes, tree.n_observed
+        K = int(n_components)
+        weight, offset, noise = np.zeros((K, n)), np.zeros((K, n)), np.ones((K, n))
+        for k in range(K):
+            rho = rng.uniform(min_correlation, 0.95, n) * rng.choice([-1.0, 1.0], n)
+            rho[tree.root] = 0.0
+            scale = np.ones(n)
+            scale[:d] = rng.uniform(0.5, 2.0, d)
+            mean = np.zeros(n)
+            mean[:d] = rng.uniform(-spread, spread, d)
+            for v in tree.preorder:
+                u = tree.parent[v]
+                su = scale[u] if u >= 0 else 1.0
+                weight[k, v] = rho[v] * scale[v] / su
+                offset[k, v] = mean[v] - (weight[k, v] * mean[u] if u >= 0 else 0.0)
+                noise[k, v] = scale[v] ** 2 * (1.0 - rho[v] ** 2)
+            weight[k], offset[k], noise[k] = standardise_hidden(
+                tree, weight[k], offset[k], noise[k]
+            )
+        log_w = np.log(rng.dirichlet(np.full(K, 2.0))) if K > 1 else np.zeros(1)
+        return cls(tree, GaussianTreeParameters(weight, offset, noise, log_w))
+
+    def moments(self, component=0):
+        """Mean and covariance of all nodes of one component (observed first)."""
+        return joint_moments(self.tree, *self.params.component(component))
+
+    def sample(self, n_samples, random_state=None, return_hidden=False):
+        """``(n_samples, n_features)`` rows (and the hidden values, ``n_nodes`` columns,
+        plus the component of each row, with ``return_hidden=True``)."""
+        rng = check_random_state(random_state)
+        p = self.params
+        comp = rng.choice(p.n_components, size=n_samples, p=np.exp(p.log_weights))
+        x = np.zeros((n_samples, self.tree.n_nodes))
+        for v in self.tree.preorder:
+            u = self.tree.parent[v]
+            a, b, s = p.weight[comp, v], p.offset[comp, v], p.noise[comp, v]
+            x[:, v] = (
+                (a * x[:, u] if u >= 0 else 0.0) + b + np.sqrt(s) * rng.standard_normal(n_samples)
+            )
+        X = x[:, : self.n_features].copy()
+        return (X, x, comp) if return_hidden else X
+
+    def log_likelihood(self, X):
+        """Exact log-density of every row; NaN entries are marginalised out."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}.")
+        return mixture_log_density(X, self.tree, self.params)[0]
 
 
 # ---------------------------------------------------------------------- bundled tables

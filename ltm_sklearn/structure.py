@@ -21,6 +21,7 @@ from ._algorithms.structure import (
     mutual_information,
     neighbor_joining,
     nonparanormal_distance,
+    pairwise_correlation,
     quartet_tables,
     quartet_test,
     recursive_grouping,
@@ -32,6 +33,7 @@ from ._algorithms.structure import (
 __all__ = [
     "spectral_distance",
     "gaussian_distance",
+    "pairwise_correlation",
     "kernel_distance",
     "nonparanormal_distance",
     "neighbor_joining",

@@ -6,6 +6,7 @@ from .distances import (
     kernel_distance,
     mutual_information,
     nonparanormal_distance,
+    pairwise_correlation,
     spectral_distance,
 )
 from .hidden import grouped_chow_liu, hidden_chow_liu
@@ -18,6 +19,7 @@ from .search import binary_leaf_tree, bionj, bme_length, minimum_evolution_searc
 __all__ = [
     "spectral_distance",
     "gaussian_distance",
+    "pairwise_correlation",
     "kernel_distance",
     "nonparanormal_distance",
     "neighbor_joining",

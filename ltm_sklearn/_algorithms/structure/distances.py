@@ -8,6 +8,7 @@ __all__ = [
     "mutual_information",
     "spectral_distance",
     "gaussian_distance",
+    "pairwise_correlation",
     "nonparanormal_distance",
     "kernel_distance",
     "check_distance_matrix",
@@ -132,16 +133,55 @@ def kernel_distance(features, n_singular=1):
 def gaussian_distance(X):
     """Gaussian tree metric ``d(i, j) = -log |corr(X_i, X_j)|`` (additive on Gaussian trees).
 
-    The baseline of papers/002 Fig. 1. ``X`` is continuous, shape ``(n_samples, d)``;
-    constant columns get an infinite-like distance (correlation floored at 1e-300).
+    The baseline of papers/002 Fig. 1, and the metric of the Gaussian latent tree: on a
+    tree of linear-Gaussian nodes the correlation of two nodes is the product of the edge
+    correlations along their path (Choi et al. 2011, section 2.2), so ``-log |corr|`` adds
+    up along paths. ``X`` is continuous, shape ``(n_samples, d)``; NaN entries are allowed
+    (each correlation from the rows observing both columns, :func:`pairwise_correlation`).
+    Constant columns get an infinite-like distance (correlation floored at 1e-300).
     """
-    X = _continuous(X)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr = np.corrcoef(X, rowvar=False)
-    corr = np.nan_to_num(np.atleast_2d(corr), nan=0.0)
+    corr = pairwise_correlation(X)
     D = -np.log(np.clip(np.abs(corr), _TINY, 1.0))
     np.fill_diagonal(D, 0.0)
     return D
+
+
+def pairwise_correlation(X):
+    """Pearson correlations, each from the rows in which both columns are observed.
+
+    NaN marks a missing entry; infinite entries are refused. A pair observed together in
+    fewer than two rows, or a column constant on those rows, gets correlation 0.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 1.0], [1.0, np.nan], [2.0, 3.0], [3.0, 4.0]])
+    >>> np.round(pairwise_correlation(X), 3)
+    array([[1.   , 0.982],
+           [0.982, 1.   ]])
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2D, got shape {X.shape}.")
+    if np.isinf(X).any():
+        raise ValueError("X holds infinite values; these metrics need finite data.")
+    seen = (~np.isnan(X)).astype(float)
+    Z = np.where(seen > 0, X, 0.0)
+    Z = Z - (Z.sum(0) / np.maximum(seen.sum(0), 1.0)) * seen  # centre for precision
+    n = seen.T @ seen
+    sx = Z.T @ seen  # (i, j): sum of X_i over the rows observing both
+    sxx = (Z * Z).T @ seen
+    sxy = Z.T @ Z
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = sxy / n - (sx / n) * (sx.T / n)
+        var_i = sxx / n - (sx / n) ** 2
+        corr = cov / np.sqrt(var_i * var_i.T)
+    # a column constant on the shared rows (up to rounding of its magnitude) has no correlation
+    size = np.nan_to_num(np.nanmax(np.abs(X), axis=0, initial=0.0)) if X.size else np.zeros(0)
+    ok = (n >= 2) & (var_i > (1e-10 * size[:, None]) ** 2) & np.isfinite(corr)
+    ok &= ok.T
+    corr = np.where(ok, np.clip(corr, -1.0, 1.0), 0.0)
+    np.fill_diagonal(corr, 1.0)
+    return corr
 
 
 def nonparanormal_distance(X):

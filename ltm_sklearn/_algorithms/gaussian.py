@@ -1,0 +1,465 @@
+"""Gaussian latent trees and mixtures of them: linear-Gaussian nodes on a tree.
+
+Every node ``v`` of the tree (observed column or continuous hidden variable) is linear
+in its parent ``u``::
+
+    x_v = a_v x_u + b_v + e_v,    e_v ~ N(0, s_v),    x_root ~ N(b_root, s_root),
+
+the Gaussian graphical model on a tree of Choi et al. (2011), section 2.2 (papers/003):
+the correlation of two nodes is the product of the edge correlations along their path, so
+``-log |corr|`` is a tree metric (:func:`~ltm_sklearn.structure.gaussian_distance`). A
+*mixture* puts one discrete hidden variable above ``K`` such trees (one structure, their
+own coefficients): its states switch between linear-Gaussian regimes, so clusters and
+linear dependence are both followed.
+
+The joint law of all nodes of one component is Gaussian; :func:`joint_moments` builds its
+mean and covariance in one preorder pass. Densities, missing entries (marginalised
+exactly, by dropping them from the observed block), posteriors of the hidden variables
+and the expected statistics of EM are then Gaussian conditioning, done once per pattern
+of missing entries (:func:`component_statistics`). The M-step is one least-squares
+regression of each node on its parent (:func:`m_step`); hidden variables are then
+rescaled to mean 0 and variance 1, which changes no likelihood and fixes the
+parametrisation (:func:`standardise_hidden`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from scipy.optimize import lsq_linear
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
+from scipy.special import logsumexp
+from threadpoolctl import threadpool_limits
+
+from .structure.distances import pairwise_correlation
+
+__all__ = [
+    "GaussianTreeParameters",
+    "joint_moments",
+    "missing_patterns",
+    "component_statistics",
+    "m_step",
+    "standardise_hidden",
+    "moment_start",
+    "fit_gaussian_tree",
+    "mixture_log_density",
+    "n_free_parameters",
+]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+#: smallest edge correlation of the moment start (``-log 0.01``: an edge of length 4.6)
+_MIN_CORRELATION = 0.01
+#: largest edge correlation of the moment start (keeps every noise variance positive)
+_MAX_CORRELATION = 0.99
+#: floor of a hidden variable's noise variance (relative to its unit variance)
+_HIDDEN_NOISE_FLOOR = 1e-6
+
+
+@dataclass
+class GaussianTreeParameters:
+    """Coefficients of ``K`` linear-Gaussian trees over one structure.
+
+    Attributes
+    ----------
+    weight : ndarray of shape (K, n_nodes)
+        ``a_v``, coefficient of the parent (0 at the root).
+    offset : ndarray of shape (K, n_nodes)
+        ``b_v`` (the mean at the root).
+    noise : ndarray of shape (K, n_nodes)
+        ``s_v``, variance of ``e_v`` (the variance at the root).
+    log_weights : ndarray of shape (K,)
+        Log mixing proportions of the discrete root.
+    """
+
+    weight: np.ndarray
+    offset: np.ndarray
+    noise: np.ndarray
+    log_weights: np.ndarray
+
+    @property
+    def n_components(self):
+        return self.weight.shape[0]
+
+    def component(self, k):
+        return self.weight[k], self.offset[k], self.noise[k]
+
+    def copy(self):
+        return GaussianTreeParameters(
+            self.weight.copy(), self.offset.copy(), self.noise.copy(), self.log_weights.copy()
+        )
+
+
+def joint_moments(tree, weight, offset, noise):
+    """Mean and covariance of all nodes of one linear-Gaussian tree.
+
+    With ``u`` the parent of ``v``: ``E x_v = a_v E x_u + b_v``, ``cov(x_v, x_w) =
+    a_v cov(x_u, x_w)`` for every node ``w`` met before ``v`` in preorder, and
+    ``var x_v = a_v^2 var x_u + s_v``.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_nodes,)
+    cov : ndarray of shape (n_nodes, n_nodes)
+
+    Examples
+    --------
+    >>> from ltm_sklearn import LatentTree
+    >>> t = LatentTree([(0, 2), (1, 2)], n_observed=2)
+    >>> mean, cov = joint_moments(t, np.array([0.5, -1.0, 0.0]), np.zeros(3),
+    ...                           np.array([0.75, 1.0, 1.0]))
+    >>> cov
+    array([[ 1. , -0.5,  0.5],
+           [-0.5,  2. , -1. ],
+           [ 0.5, -1. ,  1. ]])
+    """
+    n = tree.n_nodes
+    mean = np.zeros(n)
+    cov = np.zeros((n, n))
+    order = tree.preorder
+    r = tree.root
+    mean[r] = offset[r]
+    cov[r, r] = noise[r]
+    seen = [r]
+    for v in order[1:]:
+        u = tree.parent[v]
+        mean[v] = weight[v] * mean[u] + offset[v]
+        row = weight[v] * cov[u, seen]
+        cov[v, seen] = row
+        cov[seen, v] = row
+        cov[v, v] = weight[v] ** 2 * cov[u, u] + noise[v]
+        seen.append(v)
+    return mean, cov
+
+
+def missing_patterns(X):
+    """Group the rows of ``X`` by which entries are NaN.
+
+    Returns
+    -------
+    list of (observed, rows)
+        ``observed``: boolean mask of the observed columns; ``rows``: row indices.
+    """
+    mask = ~np.isnan(X)
+    if mask.all():
+        return [(mask[0] if len(X) else np.ones(X.shape[1], bool), np.arange(len(X)))]
+    keys, inverse = np.unique(mask, axis=0, return_inverse=True)
+    inverse = np.ravel(inverse)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(keys) + 1))
+    return [(keys[i], order[bounds[i] : bounds[i + 1]]) for i in range(len(keys))]
+
+
+def _gaussian_rows(X, observed, mean, cov):
+    """Inverse Cholesky factor of the observed block, residuals and log-densities of rows.
+
+    Whitening is one matrix product with ``L^-1`` (``L L^T`` the observed block), which
+    NumPy runs far faster than a triangular solve with many right-hand sides.
+    """
+    obs = np.flatnonzero(observed)
+    chol = np.linalg.cholesky(cov[np.ix_(obs, obs)])
+    inv_chol = solve_triangular(chol, np.eye(len(obs)), lower=True, check_finite=False)
+    resid = X[:, obs] - mean[obs]
+    white = resid @ inv_chol.T
+    logdet = 2.0 * np.log(np.diag(chol)).sum()
+    log_density = -0.5 * (np.einsum("ij,ij->i", white, white) + logdet + len(obs) * _LOG_2PI)
+    return obs, inv_chol, resid, log_density
+
+
+def component_log_density(X, patterns, mean, cov, n_observed):
+    """Log-density of every row of ``X`` (NaN marginalised) under one component."""
+    out = np.zeros(len(X))
+    for observed, rows in patterns:
+        if not observed.any():
+            continue
+        full = np.zeros(mean.shape[0], bool)
+        full[:n_observed] = observed
+        out[rows] = _gaussian_rows(X[rows][:, :n_observed], full[:n_observed], mean, cov)[3]
+    return out
+
+
+def mixture_log_density(X, tree, params, patterns=None):
+    """``log p(x)`` of each row, and ``log p(k, x)`` per component (NaN marginalised)."""
+    with threadpool_limits(1, user_api="blas"):
+        return _mixture_log_density(X, tree, params, patterns)
+
+
+def _mixture_log_density(X, tree, params, patterns):
+    patterns = missing_patterns(X) if patterns is None else patterns
+    joint = np.empty((len(X), params.n_components))
+    for k in range(params.n_components):
+        mean, cov = joint_moments(tree, *params.component(k))
+        joint[:, k] = params.log_weights[k] + component_log_density(
+            X, patterns, mean, cov, tree.n_observed
+        )
+    return logsumexp(joint, axis=1), joint
+
+
+def component_statistics(X, patterns, mean, cov, n_observed, resp):
+    """Expected sufficient statistics of one component for EM.
+
+    For each pattern of observed entries ``O`` the other nodes ``M`` (hidden variables
+    and missing entries) have the Gaussian posterior ``mu_M + S_MO S_OO^-1 (x_O - mu_O)``,
+    ``S_MM - S_MO S_OO^-1 S_OM``. With row weights ``resp`` (responsibilities times
+    sample weights) this returns ``W = sum r``, ``S1 = sum r E[z]`` and
+    ``S2 = sum r E[z z^T]`` over all nodes ``z``.
+    """
+    n = mean.shape[0]
+    s1 = np.zeros(n)
+    s2 = np.zeros((n, n))
+    total = 0.0
+    for observed, rows in patterns:
+        r = resp[rows]
+        w = r.sum()
+        if w <= 0:
+            continue
+        full = np.zeros(n, bool)
+        full[:n_observed] = observed
+        other = np.flatnonzero(~full)
+        z = np.empty((len(rows), n))
+        if observed.any():
+            obs, inv_chol, resid, _ = _gaussian_rows(X[rows][:, :n_observed], observed, mean, cov)
+            z[:, obs] = X[rows][:, obs]
+            gain = inv_chol.T @ (inv_chol @ cov[np.ix_(obs, other)])  # S_OO^-1 S_OM
+            z[:, other] = mean[other] + resid @ gain
+            post = cov[np.ix_(other, other)] - cov[np.ix_(other, obs)] @ gain
+        else:
+            z[:, other] = mean[other]
+            post = cov[np.ix_(other, other)]
+        s1 += r @ z
+        s2 += (z * r[:, None]).T @ z
+        s2[np.ix_(other, other)] += w * post
+        total += w
+    return total, s1, s2
+
+
+def m_step(tree, total, s1, s2, noise_floor):
+    """Regress every node on its parent from expected statistics (one component).
+
+    ``a_v = cov(u, v) / var(u)``, ``b_v = E v - a_v E u``, ``s_v = var(v) - a_v cov(u, v)``;
+    ``s_v`` is floored at ``noise_floor[v]``.
+    """
+    n = tree.n_nodes
+    mean = s1 / total
+    cov = s2 / total - np.outer(mean, mean)
+    weight = np.zeros(n)
+    offset = np.zeros(n)
+    noise = np.zeros(n)
+    r = tree.root
+    offset[r] = mean[r]
+    noise[r] = max(cov[r, r], noise_floor[r])
+    for v in tree.preorder[1:]:
+        u = tree.parent[v]
+        a = cov[u, v] / cov[u, u] if cov[u, u] > 0 else 0.0
+        weight[v] = a
+        offset[v] = mean[v] - a * mean[u]
+        noise[v] = max(cov[v, v] - a * cov[u, v], noise_floor[v])
+    return weight, offset, noise
+
+
+def standardise_hidden(tree, weight, offset, noise):
+    """Rescale every hidden variable to mean 0, variance 1 (same law of the columns).
+
+    Replacing ``h`` by ``(h - m_h) / sd_h`` changes only the equations of ``h`` and of
+    its children, and no likelihood.
+    """
+    mean, cov = joint_moments(tree, weight, offset, noise)
+    weight, offset, noise = weight.copy(), offset.copy(), noise.copy()
+    hidden = np.zeros(tree.n_nodes, bool)
+    hidden[tree.n_observed :] = True
+    sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
+    for v in tree.preorder[1:]:  # children of a hidden parent read the rescaled parent
+        u = tree.parent[v]
+        if hidden[u]:
+            offset[v] += weight[v] * mean[u]
+            weight[v] *= sd[u]
+    for v in np.flatnonzero(hidden):
+        weight[v] /= sd[v]
+        offset[v] = (offset[v] - mean[v]) / sd[v]
+        noise[v] /= sd[v] ** 2
+    return weight, offset, noise
+
+
+def moment_start(tree, corr):
+    """Linear-Gaussian coefficients whose correlations match ``corr`` along the tree.
+
+    Edge lengths ``l_e >= 0`` are fitted by least squares to ``-log |corr_ij| = sum of
+    l_e on the path i - j`` (pairs weighted by ``corr_ij^2``: weak correlations carry
+    little information about the path), the edge correlations are ``exp(-l_e)``, and the
+    signs of the columns are propagated along the maximum spanning tree of ``|corr|``
+    (hidden variables taken positive). Every node has mean 0 and variance 1: the columns
+    are expected standardised.
+
+    Returns
+    -------
+    weight, offset, noise : ndarray of shape (n_nodes,)
+    """
+    d, n = tree.n_observed, tree.n_nodes
+    weight, offset, noise = np.zeros(n), np.zeros(n), np.ones(n)
+    if n == 1:
+        return weight, offset, noise
+    edge_of = {int(v): e for e, v in enumerate(tree.preorder[1:])}  # node -> edge to parent
+    ancestors = []  # each column and its ancestors up to the root
+    for i in range(d):
+        path, v = [i], i
+        while tree.parent[v] >= 0:
+            v = int(tree.parent[v])
+            path.append(v)
+        ancestors.append(path)
+    rows, cols, target, w = [], [], [], []
+    k = 0
+    for i in range(d):
+        above_i = {v: depth for depth, v in enumerate(ancestors[i])}
+        for j in range(i + 1, d):
+            # the path i - j: up from i and up from j to their lowest common ancestor
+            depth_j = next(t for t, v in enumerate(ancestors[j]) if v in above_i)
+            meet = ancestors[j][depth_j]
+            path = ancestors[i][: above_i[meet]] + ancestors[j][:depth_j]
+            rho = abs(corr[i, j])
+            rows.extend([k] * len(path))
+            cols.extend(edge_of[v] for v in path)
+            target.append(-np.log(max(rho, 1e-12)))
+            w.append(max(rho, 1e-3))
+            k += 1
+    signs = np.ones(n)
+    if d >= 2:
+        A = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(k, len(edge_of)))
+        w = np.asarray(w)
+        lengths = lsq_linear(
+            A.multiply(w[:, None]).tocsr(),
+            np.asarray(target) * w,
+            bounds=(0.0, -np.log(_MIN_CORRELATION)),
+        ).x
+        span = minimum_spanning_tree(csr_matrix(2.0 - np.abs(corr[:d, :d])))
+        order, pred = breadth_first_order(span + span.T, 0, directed=False)
+        for v in order[1:]:
+            signs[v] = signs[pred[v]] * (1.0 if corr[v, pred[v]] >= 0 else -1.0)
+    else:
+        lengths = np.full(len(edge_of), -np.log(0.5))
+    for v, e in edge_of.items():
+        rho = float(np.clip(np.exp(-lengths[e]), _MIN_CORRELATION, _MAX_CORRELATION))
+        u = tree.parent[v]
+        weight[v] = signs[u] * signs[v] * rho
+        noise[v] = 1.0 - rho**2
+    return weight, offset, noise
+
+
+def n_free_parameters(tree, n_components):
+    """Free parameters of a mixture of ``n_components`` linear-Gaussian trees.
+
+    Per component each observed node has a coefficient, an offset and a noise variance
+    (the root: a mean and a variance); a standardised hidden variable keeps only its
+    coefficient (none at the root). The discrete root adds ``K - 1`` proportions.
+    """
+    d, n = tree.n_observed, tree.n_nodes
+    per = 3 * d + (n - d)
+    if tree.root < d:
+        per -= 1  # observed root: mean and variance, no coefficient
+    else:
+        per -= 1  # hidden root: nothing
+    return n_components * per + n_components - 1
+
+
+def fit_gaussian_tree(
+    X,
+    tree,
+    n_components=1,
+    *,
+    sample_weight=None,
+    corr=None,
+    labels=None,
+    max_iter=200,
+    tol=1e-4,
+    reg_covar=1e-6,
+):
+    """EM for a mixture of linear-Gaussian trees over one structure.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_observed)
+        Standardised columns; NaN entries are marginalised.
+    tree : LatentTree
+    n_components : int, default=1
+        States of the discrete root (1: a single Gaussian latent tree).
+    sample_weight : ndarray of shape (n_samples,), default=None
+    corr : ndarray of shape (n_observed, n_observed), default=None
+        Correlations for the moment start (default: :func:`pairwise_correlation` of X).
+    labels : ndarray of shape (n_samples,), default=None
+        Initial hard assignment of the rows to components (``n_components > 1``): the
+        first M-step reads the posteriors of the single-tree start with these weights.
+    max_iter : int, default=200
+    tol : float, default=1e-4
+        Stop when the weighted mean log-likelihood gains less than ``tol``.
+    reg_covar : float, default=1e-6
+        Floor of the noise variance of each column (added stability on collinear or
+        duplicated columns, as scikit-learn's ``GaussianMixture``).
+
+    Returns
+    -------
+    params : GaussianTreeParameters
+    trace : list of float
+        Weighted mean log-likelihood after each iteration.
+    converged : bool
+    """
+    # small dense blocks: BLAS threads cost more than they give (and starve on busy cores)
+    with threadpool_limits(1, user_api="blas"):
+        return _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_covar)
+
+
+def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_covar):
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    K = int(n_components)
+    sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    patterns = missing_patterns(X)
+    if corr is None:
+        corr = pairwise_correlation(X)
+    floor = np.full(tree.n_nodes, _HIDDEN_NOISE_FLOOR)
+    floor[:d] = reg_covar
+    start = moment_start(tree, corr)
+    params = GaussianTreeParameters(
+        np.tile(start[0], (K, 1)),
+        np.tile(start[1], (K, 1)),
+        np.tile(start[2], (K, 1)),
+        np.full(K, -np.log(K)),
+    )
+    if K > 1:
+        if labels is None:
+            raise ValueError("n_components > 1 needs initial labels.")
+        mean, cov = joint_moments(tree, *start)
+        resp = sw[:, None] * (np.asarray(labels)[:, None] == np.arange(K))
+        _m_steps(tree, X, patterns, params, [(mean, cov)] * K, resp, floor)
+    trace, converged = [], False
+    for _ in range(max_iter):
+        moments = [joint_moments(tree, *params.component(k)) for k in range(K)]
+        joint = np.column_stack(
+            [
+                params.log_weights[k] + component_log_density(X, patterns, *moments[k], d)
+                for k in range(K)
+            ]
+        )
+        log_p = logsumexp(joint, axis=1)
+        trace.append(float(sw @ log_p / sw.sum()))
+        if len(trace) > 1 and trace[-1] - trace[-2] < tol:
+            converged = True
+            break
+        resp = np.exp(joint - log_p[:, None]) * sw[:, None]
+        _m_steps(tree, X, patterns, params, moments, resp, floor)
+    return params, trace, converged
+
+
+def _m_steps(tree, X, patterns, params, moments, resp, floor):
+    """One M-step of every component (in place), hidden variables standardised."""
+    d = tree.n_observed
+    totals = np.zeros(params.n_components)
+    for k, (mean, cov) in enumerate(moments):
+        total, s1, s2 = component_statistics(X, patterns, mean, cov, d, resp[:, k])
+        totals[k] = total
+        if total <= 1e-10 * max(resp.sum(), 1e-300):
+            continue  # an empty component keeps its coefficients
+        w, b, s = standardise_hidden(tree, *m_step(tree, total, s1, s2, floor))
+        params.weight[k], params.offset[k], params.noise[k] = w, b, s
+    totals = np.maximum(totals, 1e-12 * totals.sum())
+    params.log_weights[:] = np.log(totals / totals.sum())

@@ -1,0 +1,461 @@
+"""GaussianLatentTree: continuous hidden variables, Gaussian columns, optional discrete root."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, DensityMixin
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from .._algorithms.gaussian import (
+    fit_gaussian_tree,
+    joint_moments,
+    missing_patterns,
+    mixture_log_density,
+    n_free_parameters,
+)
+from .._algorithms.structure import (
+    chow_liu,
+    grouped_chow_liu,
+    hidden_chow_liu,
+    learn_tree,
+    pairwise_correlation,
+)
+from .._engine.tree import LatentTree
+from .base import check_frame_dtypes
+
+__all__ = ["GaussianLatentTree"]
+
+#: structures learned from the Gaussian metric or the Gaussian mutual information
+GAUSSIAN_STRUCTURES = ("me", "nj", "rg", "clrg", "clnj", "star", "chow_liu", "hclt", "grouped_hclt")
+#: the candidates of ``structure="auto"``
+AUTO_STRUCTURES = ("me", "chow_liu", "hclt")
+#: largest number of components tried by ``n_components="auto"``
+MAX_AUTO_COMPONENTS = 10
+#: ``"auto"`` stops after this many components in a row without a better criterion
+_PATIENCE = 2
+
+
+class GaussianLatentTree(DensityMixin, BaseEstimator):
+    """Gaussian latent tree: continuous hidden variables over Gaussian columns, or a
+    mixture of such trees under a discrete root.
+
+    Every node is linear-Gaussian in its parent, ``x_v = a_v x_u + b_v + e_v`` (Choi et
+    al. 2011, section 2.2; papers/003), so the model follows linear dependence between
+    columns exactly, with ``O(d)`` parameters instead of a full covariance's ``O(d^2)``.
+    With ``n_components > 1`` a discrete root switches between linear-Gaussian regimes
+    (one structure, their own coefficients): clusters and linear dependence together.
+
+    The structure comes from the Gaussian information distance ``-log |corr|``
+    (:func:`~ltm_sklearn.structure.gaussian_distance`, pairwise-complete on NaN) with the
+    minimum-evolution search, or from the Gaussian Chow-Liu tree; the coefficients from
+    the tree metric (edge correlations ``exp(-length)``), then EM by Gaussian
+    conditioning. Missing entries are marginalised exactly. Columns are standardised
+    inside ``fit``; scores are in the units of ``X``.
+
+    Parameters
+    ----------
+    n_components : int or "auto", default="auto"
+        States of the discrete root. ``"auto"``: 1, 2, ... up to 10 by BIC, stopping
+        after two in a row that do not improve it.
+    structure : str, LatentTree or Newick string, default="me"
+        ``"me"`` (minimum-evolution search on the Gaussian metric), ``"nj"``, ``"rg"``,
+        ``"clrg"``, ``"clnj"``, ``"star"`` (one hidden variable: factor analysis with one
+        factor), ``"chow_liu"`` (the Gaussian Chow-Liu tree, no hidden variables),
+        ``"hclt"`` / ``"grouped_hclt"`` (a hidden variable per column or per group of
+        columns along the Chow-Liu tree), ``"auto"`` (the best of ``"me"``,
+        ``"chow_liu"`` and ``"hclt"`` by BIC), or a given tree over the columns.
+    max_iter : int, default=200
+        EM iterations per fit.
+    tol : float, default=1e-4
+        EM stops when the mean log-likelihood per row gains less than ``tol``.
+    reg_covar : float, default=1e-6
+        Floor of each column's noise variance (in standardised units): duplicated or
+        collinear columns get a finite density.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the k-means start of the components.
+
+    Attributes
+    ----------
+    tree_ : LatentTree
+        The structure (observed columns ``0 .. d-1``, continuous hidden variables after).
+    structure_ : str
+        How the structure was obtained.
+    n_components_ : int
+    weights_ : ndarray of shape (n_components_,)
+        Proportions of the discrete root.
+    params_ : GaussianTreeParameters
+        Coefficients per component, in standardised units.
+    center_, scale_ : ndarray of shape (n_features_in_,)
+        The standardisation of the columns.
+    bic_ : dict
+        BIC of every (structure, n_components) fitted, lower is better.
+    converged_ : bool
+    n_iter_ : int
+    lower_bound_ : float
+        Mean log-likelihood per row of the training data (standardised units).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined only when ``X`` has feature names that are all strings.
+
+    See Also
+    --------
+    KernelLatentTree : discrete hidden states with kernel (bump) leaves, for
+        non-Gaussian marginals and mixed numeric / categorical tables.
+    sklearn.mixture.GaussianMixture : full covariance per component.
+
+    Examples
+    --------
+    >>> from ltm_sklearn import GaussianLatentTree
+    >>> from ltm_sklearn.datasets import GaussianLatentTreeModel, balanced_binary_tree
+    >>> truth = GaussianLatentTreeModel.random(balanced_binary_tree(8), random_state=0)
+    >>> X = truth.sample(5000, random_state=0)
+    >>> est = GaussianLatentTree(n_components=1, random_state=0).fit(X)
+    >>> from ltm_sklearn.metrics import robinson_foulds
+    >>> robinson_foulds(est.tree_, truth.tree)
+    0
+    >>> bool(abs(est.score(X) - truth.log_likelihood(X).mean()) < 0.01)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "structure": [StrOptions(set(GAUSSIAN_STRUCTURES) | {"auto"}), LatentTree, str],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "reg_covar": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        n_components="auto",
+        *,
+        structure="me",
+        max_iter=200,
+        tol=1e-4,
+        reg_covar=1e-6,
+        random_state=None,
+    ):
+        self.n_components = n_components
+        self.structure = structure
+        self.max_iter = max_iter
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ validation
+    def _validate_X(self, X, reset):
+        check_frame_dtypes(X, "biuf", type(self).__name__)
+        X = validate_data(
+            self,
+            X,
+            reset=reset,
+            dtype=np.float64,
+            ensure_all_finite="allow-nan",
+            ensure_min_samples=2 if reset else 1,
+        )
+        return X
+
+    def _standardise(self, X, sample_weight):
+        seen = ~np.isnan(X)
+        empty = np.flatnonzero(~seen.any(axis=0))
+        if empty.size:
+            raise ValueError(
+                f"Column(s) {self._names(empty)} hold only NaN: a column needs observed "
+                "values to be modelled."
+            )
+        w = sample_weight[:, None] * seen
+        center = np.where(seen, X, 0.0).T @ sample_weight / w.sum(0)
+        var = (np.where(seen, X - center, 0.0) ** 2 * sample_weight[:, None]).sum(0) / w.sum(0)
+        scale = np.sqrt(var)
+        # a constant column keeps its units: its density is the reg_covar floor's, finite
+        scale = np.where(scale > 1e-12 * np.maximum(np.abs(center), 1.0), scale, 1.0)
+        return center, scale
+
+    def _names(self, idx):
+        names = getattr(self, "feature_names_in_", None)
+        return [str(names[i]) if names is not None else int(i) for i in idx]
+
+    # ------------------------------------------------------------------ structure
+    def _structure(self, Z, method, labels):
+        d = Z.shape[1]
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else [str(n) for n in names]
+        if isinstance(method, LatentTree) or method not in GAUSSIAN_STRUCTURES:
+            return LatentTree.coerce(method, d, feature_names=names, observed_leaves_only=False)
+        corrs, sizes = _cluster_correlations(Z, labels)
+        if method in ("chow_liu", "hclt", "grouped_hclt"):
+            # Gaussian mutual information -log(1 - rho^2) / 2, averaged over the clusters
+            info = sum(
+                w * -0.5 * np.log1p(-np.minimum(c**2, 1.0 - 1e-12)) for c, w in zip(corrs, sizes)
+            )
+            np.fill_diagonal(info, 0.0)
+            fn = {"chow_liu": chow_liu, "hclt": hidden_chow_liu, "grouped_hclt": grouped_chow_liu}
+            return fn[method](info, feature_names=names)
+        # the Gaussian metric -log |corr| of each cluster, averaged: additive on the shared
+        # tree whatever the signs and strengths of each component's edges
+        D = sum(w * -np.log(np.clip(np.abs(c), 1e-300, 1.0)) for c, w in zip(corrs, sizes))
+        np.fill_diagonal(D, 0.0)
+        return learn_tree(D, method, n_samples=Z.shape[0], feature_names=names)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None, sample_weight=None):
+        """Learn the structure and the coefficients (BIC choices in ``bic_``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Numeric columns; NaN entries are missing values.
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        X = self._validate_X(X, reset=True)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        keep = sw > 0
+        if keep.sum() < 2:
+            raise ValueError("GaussianLatentTree needs at least 2 rows of positive weight.")
+        X, sw = X[keep], sw[keep]
+        self.center_, self.scale_ = self._standardise(X, sw)
+        Z = (X - self.center_) / self.scale_
+        rng = check_random_state(self.random_state)
+        seed = rng.randint(np.iinfo(np.int32).max)
+        structures = AUTO_STRUCTURES if _is(self.structure, "auto") else (self.structure,)
+        if self.n_components == "auto":
+            grid = range(1, min(MAX_AUTO_COMPONENTS, len(Z)) + 1)
+        else:
+            if self.n_components > len(Z):
+                raise ValueError(f"n_components={self.n_components} must be <= n_samples={len(Z)}.")
+            grid = (self.n_components,)
+        n_eff = sw.sum()
+        best, self.bic_ = None, {}
+        for structure in structures:
+            worse = 0
+            best_here = np.inf
+            for k in grid:
+                fit = self._fit_one(Z, sw, structure, k, seed)
+                bic = -2.0 * n_eff * fit["score"] + fit["n_params"] * np.log(n_eff)
+                name = structure if isinstance(structure, str) else "given"
+                self.bic_[(name, k)] = float(bic)
+                if best is None or bic < best["bic"]:
+                    best = dict(fit, bic=bic, structure=name)
+                if bic < best_here:
+                    best_here, worse = bic, 0
+                else:
+                    worse += 1
+                    if worse >= _PATIENCE:
+                        break
+        self.tree_ = best["tree"]
+        self.params_ = best["params"]
+        self.structure_ = best["structure"]
+        self.n_components_ = self.params_.n_components
+        self.weights_ = np.exp(self.params_.log_weights)
+        self.converged_ = best["converged"]
+        self.n_iter_ = best["n_iter"]
+        self.lower_bound_ = best["score"]
+        if not self.converged_:
+            warnings.warn(
+                f"EM did not converge in max_iter={self.max_iter} iterations; increase "
+                "max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _fit_one(self, Z, sw, structure, k, seed):
+        labels = None
+        if k > 1:
+            labels = KMeans(k, n_init=1, random_state=seed).fit_predict(
+                np.nan_to_num(Z), sample_weight=sw
+            )
+        tree = self._structure(Z, structure, labels)
+        params, trace, converged = fit_gaussian_tree(
+            Z,
+            tree,
+            k,
+            sample_weight=sw,
+            labels=labels,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            reg_covar=self.reg_covar,
+        )
+        return {
+            "tree": tree,
+            "params": params,
+            "score": trace[-1],
+            "converged": converged,
+            "n_iter": len(trace),
+            "n_params": n_free_parameters(tree, k),
+        }
+
+    # ------------------------------------------------------------------ scoring
+    def _joint(self, X):
+        """``log p(k, x)`` per component, in the units of ``X`` (NaN marginalised)."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        Z = (X - self.center_) / self.scale_
+        joint = mixture_log_density(Z, self.tree_, self.params_)[1]
+        return joint - (~np.isnan(X)) @ np.log(self.scale_)[:, None]
+
+    def score_samples(self, X):
+        """Log-density of each row; NaN entries are marginalised out exactly.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return logsumexp(self._joint(X), axis=1)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Mean log-density per row (weighted by ``sample_weight``)."""
+        return float(np.average(self.score_samples(X), weights=sample_weight))
+
+    def bic(self, X):
+        """Bayesian information criterion on ``X`` (lower is better)."""
+        n = len(self._validate_X(X, reset=False))
+        p = n_free_parameters(self.tree_, self.n_components_)
+        return -2.0 * self.score(X) * n + p * np.log(n)
+
+    def predict_proba(self, X):
+        """Posterior of the discrete root (the component) given each row.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components_)
+        """
+        joint = self._joint(X)
+        return np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+
+    def predict(self, X):
+        """Most probable component of each row."""
+        return np.argmax(self.predict_proba(X), axis=1)
+
+    def _target_index(self, target):
+        names = getattr(self, "feature_names_in_", None)
+        if isinstance(target, str):
+            if names is None or target not in list(names):
+                raise ValueError(f"Unknown target column {target!r}.")
+            return int(list(names).index(target))
+        if not isinstance(target, (Integral, np.integer)) or not 0 <= target < self.n_features_in_:
+            raise ValueError(
+                f"target must be a column index in [0, {self.n_features_in_}) or a feature "
+                f"name, got {target!r}."
+            )
+        return int(target)
+
+    def _conditional(self, X, target):
+        check_is_fitted(self)
+        j = self._target_index(target)
+        X = self._validate_X(X, reset=False).copy()
+        X[:, j] = np.nan
+        Z = (X - self.center_) / self.scale_
+        tree, params = self.tree_, self.params_
+        K = params.n_components
+        means, variances = np.zeros((len(Z), K)), np.zeros((len(Z), K))
+        patterns = missing_patterns(Z)
+        for k in range(K):
+            mean, cov = joint_moments(tree, *params.component(k))
+            for observed, rows in patterns:
+                obs = np.flatnonzero(observed)
+                if obs.size == 0:
+                    means[rows, k], variances[rows, k] = mean[j], cov[j, j]
+                    continue
+                gain = np.linalg.solve(cov[np.ix_(obs, obs)], cov[obs, j])
+                means[rows, k] = mean[j] + (Z[np.ix_(rows, obs)] - mean[obs]) @ gain
+                variances[rows, k] = cov[j, j] - cov[j, obs] @ gain
+        joint = mixture_log_density(Z, tree, params, patterns)[1]
+        post = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+        m = (post * means).sum(1)
+        v = (post * (variances + means**2)).sum(1) - m**2
+        return m * self.scale_[j] + self.center_[j], np.maximum(v, 0.0) * self.scale_[j] ** 2
+
+    def conditional_mean(self, X, target):
+        """``E[X_target | observed entries of each row]`` (exact Gaussian conditioning,
+        averaged over the components' posteriors). The target column of ``X`` is ignored.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        target : int or str
+            Column index, or a feature name when fitted on a DataFrame.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._conditional(X, target)[0]
+
+    def conditional_variance(self, X, target):
+        """``Var[X_target | observed entries of each row]`` (law of total variance over the
+        components). The target column of ``X`` is ignored.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._conditional(X, target)[1]
+
+    def sample(self, n_samples=1, random_state=None):
+        """Draw rows from the fitted model.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        if not isinstance(n_samples, (Integral, np.integer)) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+        rng = check_random_state(random_state)
+        p, tree = self.params_, self.tree_
+        comp = rng.choice(p.n_components, size=int(n_samples), p=self.weights_)
+        x = np.zeros((int(n_samples), tree.n_nodes))
+        for v in tree.preorder:
+            u = tree.parent[v]
+            base = p.weight[comp, v] * x[:, u] if u >= 0 else 0.0
+            x[:, v] = (
+                base
+                + p.offset[comp, v]
+                + np.sqrt(p.noise[comp, v]) * rng.standard_normal(int(n_samples))
+            )
+        return x[:, : tree.n_observed] * self.scale_ + self.center_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+def _is(value, name):
+    return isinstance(value, str) and value == name
+
+
+def _cluster_correlations(Z, labels):
+    """Correlations of the columns within each k-means cluster, and the clusters' shares.
+
+    Clusters of fewer than ``d + 2`` rows join the overall estimate only (their
+    correlations are too noisy to add); without labels, the overall correlation.
+    """
+    if labels is None:
+        return [pairwise_correlation(Z)], [1.0]
+    corrs, sizes = [], []
+    for c in np.unique(labels):
+        rows = labels == c
+        if rows.sum() >= Z.shape[1] + 2:
+            corrs.append(pairwise_correlation(Z[rows]))
+            sizes.append(float(rows.sum()))
+    if not corrs:
+        return [pairwise_correlation(Z)], [1.0]
+    sizes = np.asarray(sizes) / np.sum(sizes)
+    return corrs, list(sizes)

@@ -1,0 +1,216 @@
+"""Gaussian latent trees (continuous hidden variables): pure functions and the estimator,
+against ground-truth models with exact densities."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.integrate import quad
+from sklearn.metrics import adjusted_rand_score
+
+from ltm_sklearn import GaussianLatentTree, LatentTree
+from ltm_sklearn._algorithms.gaussian import (
+    fit_gaussian_tree,
+    joint_moments,
+    mixture_log_density,
+    moment_start,
+    standardise_hidden,
+)
+from ltm_sklearn.datasets import (
+    GaussianLatentTreeModel,
+    balanced_binary_tree,
+    random_binary_tree,
+)
+from ltm_sklearn.metrics import robinson_foulds
+from ltm_sklearn.structure import pairwise_correlation
+
+
+def _sem_covariance(tree, weight, noise):
+    """Covariance of x = B x + e by the matrix formula (I - B)^-1 diag(s) (I - B)^-T."""
+    n = tree.n_nodes
+    B = np.zeros((n, n))
+    for v in range(n):
+        if tree.parent[v] >= 0:
+            B[v, tree.parent[v]] = weight[v]
+    A = np.linalg.inv(np.eye(n) - B)
+    return A @ np.diag(noise) @ A.T
+
+
+def test_joint_moments_match_the_matrix_formula():
+    truth = GaussianLatentTreeModel.random(random_binary_tree(7, random_state=0), random_state=1)
+    w, b, s = truth.params.component(0)
+    mean, cov = joint_moments(truth.tree, w, b, s)
+    np.testing.assert_allclose(cov, _sem_covariance(truth.tree, w, s), atol=1e-12)
+    X, hidden, _ = truth.sample(200_000, random_state=0, return_hidden=True)
+    np.testing.assert_allclose(hidden.mean(0), mean, atol=0.03)
+
+
+def test_standardise_hidden_keeps_the_columns_law():
+    tree = balanced_binary_tree(6)
+    rng = np.random.default_rng(0)
+    w, b, s = (
+        rng.normal(size=tree.n_nodes),
+        rng.normal(size=tree.n_nodes),
+        rng.uniform(0.2, 2, tree.n_nodes),
+    )
+    w[tree.root] = 0.0
+    mean, cov = joint_moments(tree, w, b, s)
+    w2, b2, s2 = standardise_hidden(tree, w, b, s)
+    mean2, cov2 = joint_moments(tree, w2, b2, s2)
+    d = tree.n_observed
+    np.testing.assert_allclose(mean2[:d], mean[:d], atol=1e-12)
+    np.testing.assert_allclose(cov2[:d, :d], cov[:d, :d], atol=1e-12)
+    np.testing.assert_allclose(np.diag(cov2)[d:], 1.0, atol=1e-12)
+    np.testing.assert_allclose(mean2[d:], 0.0, atol=1e-12)
+
+
+def test_moment_start_reproduces_exact_correlations():
+    truth = GaussianLatentTreeModel.random(random_binary_tree(10, random_state=2), random_state=3)
+    _, cov = truth.moments()
+    d = truth.n_features
+    sd = np.sqrt(np.diag(cov))
+    corr = cov / np.outer(sd, sd)
+    _, cov0 = joint_moments(truth.tree, *moment_start(truth.tree, corr[:d, :d]))
+    np.testing.assert_allclose(cov0[:d, :d], corr[:d, :d], atol=1e-6)
+
+
+def _standardised(X):
+    return (X - X.mean(0)) / X.std(0), X.mean(0), X.std(0)
+
+
+def test_em_gap_to_the_truth_shrinks_with_n():
+    truth = GaussianLatentTreeModel.random(random_binary_tree(12, random_state=4), random_state=5)
+    test = truth.sample(20_000, random_state=99)
+    exact = truth.log_likelihood(test).mean()
+    gaps = []
+    for n in (500, 20_000):
+        Z, mu, sd = _standardised(truth.sample(n, random_state=n))
+        params, trace, converged = fit_gaussian_tree(Z, truth.tree)
+        assert converged and np.all(np.diff(trace) > -1e-9)  # EM never decreases
+        ll = mixture_log_density((test - mu) / sd, truth.tree, params)[0].mean() - np.log(sd).sum()
+        gaps.append(exact - ll)
+    assert 0 <= gaps[1] < gaps[0] / 5
+    assert gaps[1] < 0.005
+
+
+def test_structure_recovered_at_large_n():
+    truth = GaussianLatentTreeModel.random(random_binary_tree(16, random_state=1), random_state=0)
+    X = truth.sample(20_000, random_state=1)
+    est = GaussianLatentTree(n_components=1, random_state=0).fit(X)
+    assert robinson_foulds(est.tree_, truth.tree) == 0
+    assert abs(est.score(X) - truth.log_likelihood(X).mean()) < 0.01
+
+
+def test_mixture_of_trees_recovered():
+    truth = GaussianLatentTreeModel.random(balanced_binary_tree(8), 3, random_state=0)
+    X, _, comp = truth.sample(6000, random_state=1, return_hidden=True)
+    test = truth.sample(10_000, random_state=2)
+    est = GaussianLatentTree(random_state=0).fit(X)  # n_components="auto" by BIC
+    assert est.n_components_ == 3
+    assert robinson_foulds(est.tree_, truth.tree) == 0
+    assert adjusted_rand_score(comp, est.predict(X)) > 0.9
+    assert truth.log_likelihood(test).mean() - est.score(test) < 0.05
+    single = GaussianLatentTree(n_components=1, random_state=0).fit(X)
+    assert est.score(test) > single.score(test) + 0.5
+
+
+@pytest.mark.parametrize("n_components", [1, 2])
+def test_density_integrates_to_one(n_components):
+    tree = LatentTree([(0, 2), (1, 2)], n_observed=2)
+    truth = GaussianLatentTreeModel.random(tree, n_components, random_state=3)
+    est = GaussianLatentTree(n_components=n_components, structure=tree, random_state=0)
+    est.fit(truth.sample(3000, random_state=0))
+    lo, hi = est.center_ - 12 * est.scale_, est.center_ + 12 * est.scale_
+    g0, g1 = np.linspace(lo[0], hi[0], 801), np.linspace(lo[1], hi[1], 801)
+    grid = np.column_stack([np.repeat(g0, 801), np.tile(g1, 801)])
+    dens = np.exp(est.score_samples(grid)).reshape(801, 801)
+    mass = np.trapezoid(np.trapezoid(dens, g1, axis=1), g0)
+    assert abs(mass - 1.0) < 1e-6
+
+
+def test_missing_entries_marginalised_exactly():
+    truth = GaussianLatentTreeModel.random(balanced_binary_tree(4), 2, random_state=7)
+    est = GaussianLatentTree(n_components=2, random_state=0).fit(truth.sample(3000, random_state=0))
+    row = truth.sample(1, random_state=5)[0]
+    partial = row.copy()
+    partial[1] = np.nan
+    lo, hi = est.center_[1] - 15 * est.scale_[1], est.center_[1] + 15 * est.scale_[1]
+
+    def full(v):
+        r = row.copy()
+        r[1] = v
+        return np.exp(est.score_samples(r[None])[0])
+
+    integral = quad(full, lo, hi, epsabs=0, epsrel=1e-11, limit=200)[0]
+    np.testing.assert_allclose(np.exp(est.score_samples(partial[None])[0]), integral, rtol=1e-8)
+    # conditional mean and variance of the missing entry, by the same integrals
+    m1 = quad(lambda v: v * full(v), lo, hi, epsrel=1e-11, limit=200)[0] / integral
+    m2 = quad(lambda v: v * v * full(v), lo, hi, epsrel=1e-11, limit=200)[0] / integral
+    np.testing.assert_allclose(est.conditional_mean(partial[None], 1)[0], m1, rtol=1e-7)
+    np.testing.assert_allclose(est.conditional_variance(partial[None], 1)[0], m2 - m1**2, rtol=1e-6)
+    # a row with every entry missing has density 1 (log 0)
+    assert abs(est.score_samples(np.full((1, 4), np.nan))[0]) < 1e-12
+
+
+def test_sample_matches_the_fitted_moments():
+    truth = GaussianLatentTreeModel.random(balanced_binary_tree(6), random_state=2)
+    X = truth.sample(5000, random_state=0)
+    est = GaussianLatentTree(n_components=1, random_state=0).fit(X)
+    S = est.sample(200_000, random_state=1)
+    np.testing.assert_allclose(S.mean(0), X.mean(0), atol=0.03 * X.std(0).max())
+    np.testing.assert_allclose(
+        np.corrcoef(S, rowvar=False), np.corrcoef(X, rowvar=False), atol=0.02
+    )
+
+
+def test_pairwise_correlation_with_missing_entries():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4))
+    X[:, 1] += X[:, 0]
+    np.testing.assert_allclose(pairwise_correlation(X), np.corrcoef(X, rowvar=False), atol=1e-12)
+    Xm = X.copy()
+    Xm[rng.random(X.shape) < 0.2] = np.nan
+    both = ~np.isnan(Xm[:, 0]) & ~np.isnan(Xm[:, 1])
+    expected = np.corrcoef(Xm[both][:, :2], rowvar=False)[0, 1]
+    np.testing.assert_allclose(pairwise_correlation(Xm)[0, 1], expected, atol=1e-12)
+
+
+def test_fit_with_missing_entries_and_feature_names():
+    truth = GaussianLatentTreeModel.random(balanced_binary_tree(8), random_state=0)
+    X = truth.sample(4000, random_state=0)
+    Xm = X.copy()
+    Xm[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    df = pd.DataFrame(Xm, columns=[f"c{i}" for i in range(8)])
+    est = GaussianLatentTree(n_components=1, random_state=0).fit(df)
+    assert robinson_foulds(est.tree_, truth.tree) == 0
+    assert truth.log_likelihood(X).mean() - est.score(pd.DataFrame(X, columns=df.columns)) < 0.02
+    np.testing.assert_allclose(est.conditional_mean(df, "c3"), est.conditional_mean(df, 3))
+    assert est.tree_.to_newick().count("c") == 8
+
+
+def test_bad_input_gets_clear_errors_or_finite_fits():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    X[:, 1] = X[:, 0] * 2 + 0.01 * rng.normal(size=300)
+    all_nan = X.copy()
+    all_nan[:, 2] = np.nan
+    with pytest.raises(ValueError, match="only NaN"):
+        GaussianLatentTree().fit(all_nan)
+    with pytest.raises(ValueError, match="infinity|inf"):
+        GaussianLatentTree().fit(np.where(X > 2, np.inf, X))
+    with pytest.raises(ValueError, match="minimum of 2"):
+        GaussianLatentTree().fit(X[:1])
+    cases = {
+        "constant": np.column_stack([X, np.full(300, 3.0)]),
+        "duplicated": np.column_stack([X, X[:, 0]]),
+        "collinear": np.column_stack([X, X[:, 0] - X[:, 3]]),
+        "huge scale": X * np.array([1e12, 1.0, 1e-9, 1.0]),
+    }
+    for name, data in cases.items():
+        est = GaussianLatentTree(random_state=0).fit(data)
+        assert np.all(np.isfinite(est.score_samples(data))), name
+        assert np.all(np.isfinite(est.conditional_mean(data, 0))), name
+    # scale changes only shift the log-density by the log-Jacobian
+    a = GaussianLatentTree(n_components=1, random_state=0).fit(X)
+    b = GaussianLatentTree(n_components=1, random_state=0).fit(cases["huge scale"])
+    shift = np.log([1e12, 1.0, 1e-9, 1.0]).sum()
+    np.testing.assert_allclose(b.score(cases["huge scale"]), a.score(X) - shift, atol=1e-6)
