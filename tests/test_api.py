@@ -14,6 +14,7 @@ from sklearn.preprocessing import KBinsDiscretizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ltm_sklearn import (
+    GaussianLatentTree,
     HierarchicalTensorLTM,
     KernelLatentTree,
     LatentTreeClassifier,
@@ -29,6 +30,7 @@ ESTIMATORS = [
     QuartetTreeLearner(random_state=0),
     LatentTreeEM(n_hidden_states=2, max_iter=20, random_state=0),
     KernelLatentTree(),
+    GaussianLatentTree(random_state=0),
     LatentTreeClassifier(SpectralLatentTree(structure="chow_liu")),
 ]
 # Expected failures, each with its reason (the goal is none).

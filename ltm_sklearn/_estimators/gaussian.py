@@ -64,7 +64,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     ----------
     n_components : int or "auto", default="auto"
         States of the discrete root. ``"auto"``: 1, 2, ... up to 10 by BIC, stopping
-        after two in a row that do not improve it.
+        after two in a row that do not improve it, and trying no more components than
+        leave ``n_features + 1`` distinct rows to each.
     structure : str, LatentTree or Newick string, default="me"
         ``"me"`` (minimum-evolution search on the Gaussian metric), ``"nj"``, ``"rg"``,
         ``"clrg"``, ``"clnj"``, ``"star"`` (one hidden variable: factor analysis with one
@@ -234,7 +235,10 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         seed = rng.randint(np.iinfo(np.int32).max)
         structures = AUTO_STRUCTURES if _is(self.structure, "auto") else (self.structure,)
         if self.n_components == "auto":
-            grid = range(1, min(MAX_AUTO_COMPONENTS, len(Z)) + 1)
+            # each component should see at least d + 1 distinct rows
+            distinct = len(np.unique(np.nan_to_num(Z, nan=np.inf), axis=0))
+            top = max(1, min(MAX_AUTO_COMPONENTS, distinct // (Z.shape[1] + 1)))
+            grid = range(1, top + 1)
         else:
             if self.n_components > len(Z):
                 raise ValueError(f"n_components={self.n_components} must be <= n_samples={len(Z)}.")
