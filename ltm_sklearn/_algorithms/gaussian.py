@@ -54,6 +54,8 @@ _LOG_2PI = np.log(2.0 * np.pi)
 _MIN_CORRELATION = 0.01
 #: largest edge correlation of the moment start (keeps every noise variance positive)
 _MAX_CORRELATION = 0.99
+#: largest over-relaxation of an EM step
+_MAX_STEP = 16.0
 #: floor of a hidden variable's noise variance (relative to its unit variance)
 _HIDDEN_NOISE_FLOOR = 1e-6
 
@@ -95,9 +97,9 @@ class GaussianTreeParameters:
 def joint_moments(tree, weight, offset, noise):
     """Mean and covariance of all nodes of one linear-Gaussian tree.
 
-    With ``u`` the parent of ``v``: ``E x_v = a_v E x_u + b_v``, ``cov(x_v, x_w) =
-    a_v cov(x_u, x_w)`` for every node ``w`` met before ``v`` in preorder, and
-    ``var x_v = a_v^2 var x_u + s_v``.
+    Listing the nodes in preorder, ``x = B x + b + e`` with ``B`` (the coefficients
+    ``a_v`` at (v, parent)) strictly lower triangular, so ``x = (I - B)^-1 (b + e)``:
+    mean ``(I - B)^-1 b`` and covariance ``(I - B)^-1 diag(s) (I - B)^-T``.
 
     Returns
     -------
@@ -115,22 +117,22 @@ def joint_moments(tree, weight, offset, noise):
            [-0.5,  2. , -1. ],
            [ 0.5, -1. ,  1. ]])
     """
-    n = tree.n_nodes
-    mean = np.zeros(n)
-    cov = np.zeros((n, n))
     order = tree.preorder
-    r = tree.root
-    mean[r] = offset[r]
-    cov[r, r] = noise[r]
-    seen = [r]
-    for v in order[1:]:
-        u = tree.parent[v]
-        mean[v] = weight[v] * mean[u] + offset[v]
-        row = weight[v] * cov[u, seen]
-        cov[v, seen] = row
-        cov[seen, v] = row
-        cov[v, v] = weight[v] ** 2 * cov[u, u] + noise[v]
-        seen.append(v)
+    n = tree.n_nodes
+    # in preorder coordinates x = B x + b + e with B strictly lower triangular, so
+    # x = L^-1 (b + e) with L = I - B unit lower triangular
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    L = np.eye(n)
+    child = order[1:]
+    L[pos[child], pos[tree.parent[child]]] = -weight[child]
+    inv = solve_triangular(L, np.eye(n), lower=True, unit_diagonal=True, check_finite=False)
+    mean_p = inv @ offset[order]
+    cov_p = (inv * noise[order]) @ inv.T
+    mean = np.empty(n)
+    mean[order] = mean_p
+    cov = np.empty((n, n))
+    cov[np.ix_(order, order)] = cov_p
     return mean, cov
 
 
@@ -250,12 +252,13 @@ def m_step(tree, total, s1, s2, noise_floor):
     r = tree.root
     offset[r] = mean[r]
     noise[r] = max(cov[r, r], noise_floor[r])
-    for v in tree.preorder[1:]:
-        u = tree.parent[v]
-        a = cov[u, v] / cov[u, u] if cov[u, u] > 0 else 0.0
-        weight[v] = a
-        offset[v] = mean[v] - a * mean[u]
-        noise[v] = max(cov[v, v] - a * cov[u, v], noise_floor[v])
+    v = tree.preorder[1:]
+    u = tree.parent[v]
+    var_u, cov_uv = cov[u, u], cov[u, v]
+    a = np.divide(cov_uv, var_u, out=np.zeros(len(v)), where=var_u > 0)
+    weight[v] = a
+    offset[v] = mean[v] - a * mean[u]
+    noise[v] = np.maximum(cov[v, v] - a * cov_uv, noise_floor[v])
     return weight, offset, noise
 
 
@@ -270,15 +273,16 @@ def standardise_hidden(tree, weight, offset, noise):
     hidden = np.zeros(tree.n_nodes, bool)
     hidden[tree.n_observed :] = True
     sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
-    for v in tree.preorder[1:]:  # children of a hidden parent read the rescaled parent
-        u = tree.parent[v]
-        if hidden[u]:
-            offset[v] += weight[v] * mean[u]
-            weight[v] *= sd[u]
-    for v in np.flatnonzero(hidden):
-        weight[v] /= sd[v]
-        offset[v] = (offset[v] - mean[v]) / sd[v]
-        noise[v] /= sd[v] ** 2
+    v = tree.preorder[1:]
+    u = tree.parent[v]
+    below = v[hidden[u]]  # children of a hidden parent read the rescaled parent
+    above = tree.parent[below]
+    offset[below] += weight[below] * mean[above]
+    weight[below] *= sd[above]
+    h = np.flatnonzero(hidden)
+    weight[h] /= sd[h]
+    offset[h] = (offset[h] - mean[h]) / sd[h]
+    noise[h] /= sd[h] ** 2
     return weight, offset, noise
 
 
@@ -432,22 +436,59 @@ def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_
         resp = sw[:, None] * (np.asarray(labels)[:, None] == np.arange(K))
         _m_steps(tree, X, patterns, params, [(mean, cov)] * K, resp, floor)
     trace, converged = [], False
-    for _ in range(max_iter):
-        moments = [joint_moments(tree, *params.component(k)) for k in range(K)]
-        joint = np.column_stack(
-            [
-                params.log_weights[k] + component_log_density(X, patterns, *moments[k], d)
-                for k in range(K)
-            ]
-        )
+    moments, joint, ll = _evaluate(X, tree, patterns, params, sw)
+    trace.append(ll)
+    step = 1.0
+    for _ in range(max_iter - 1):
         log_p = logsumexp(joint, axis=1)
-        trace.append(float(sw @ log_p / sw.sum()))
-        if len(trace) > 1 and trace[-1] - trace[-2] < tol:
+        resp = np.exp(joint - log_p[:, None]) * sw[:, None]
+        em = params.copy()
+        _m_steps(tree, X, patterns, em, moments, resp, floor)
+        # adaptive over-relaxation (Salakhutdinov & Roweis 2003): move ``step`` times the
+        # EM step while that raises the likelihood, else fall back to the EM step itself
+        trial = _extrapolate(tree, params, em, step, floor) if step > 1.0 else em
+        found = _evaluate(X, tree, patterns, trial, sw)
+        if step > 1.0 and not found[2] > ll:
+            step, trial = 1.0, em
+            found = _evaluate(X, tree, patterns, em, sw)
+        else:
+            step = min(2.0 * step, _MAX_STEP)
+        params, (moments, joint, new) = trial, found
+        trace.append(new)
+        if new - ll < tol:
             converged = True
             break
-        resp = np.exp(joint - log_p[:, None]) * sw[:, None]
-        _m_steps(tree, X, patterns, params, moments, resp, floor)
+        ll = new
     return params, trace, converged
+
+
+def _evaluate(X, tree, patterns, params, sw):
+    """Joint moments per component, ``log p(k, x)`` per row and the mean log-likelihood."""
+    d = tree.n_observed
+    moments = [joint_moments(tree, *params.component(k)) for k in range(params.n_components)]
+    joint = np.column_stack(
+        [
+            params.log_weights[k] + component_log_density(X, patterns, *moments[k], d)
+            for k in range(params.n_components)
+        ]
+    )
+    return moments, joint, float(sw @ logsumexp(joint, axis=1) / sw.sum())
+
+
+def _extrapolate(tree, old, new, step, floor):
+    """``old + step * (new - old)`` (noise variances and proportions on the log scale)."""
+    out = new.copy()
+    out.weight[:] = old.weight + step * (new.weight - old.weight)
+    out.offset[:] = old.offset + step * (new.offset - old.offset)
+    log_noise = np.log(old.noise) + step * (np.log(new.noise) - np.log(old.noise))
+    out.noise[:] = np.maximum(np.exp(log_noise), floor)
+    log_w = old.log_weights + step * (new.log_weights - old.log_weights)
+    out.log_weights[:] = log_w - logsumexp(log_w)
+    for k in range(out.n_components):
+        out.weight[k], out.offset[k], out.noise[k] = standardise_hidden(
+            tree, out.weight[k], out.offset[k], out.noise[k]
+        )
+    return out
 
 
 def _m_steps(tree, X, patterns, params, moments, resp, floor):
