@@ -39,7 +39,7 @@ from _common import RESULTS, machine, markdown_table, save
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
-from ltm_sklearn import KernelLatentTree, LatentTreeClassifier
+from ltm_sklearn import GaussianLatentTree, KernelLatentTree, LatentTreeClassifier
 from ltm_sklearn.datasets import load_table
 
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
@@ -48,6 +48,11 @@ MIXED = ("german", "australian", "crx", "contraceptive")
 MAX_ROWS = 5000
 #: the settings of KernelLatentTree compared (default structure, and "auto")
 OURS = {"KernelLatentTree": {}, "KernelLatentTree (structure='auto')": {"structure": "auto"}}
+#: the settings of GaussianLatentTree compared on the numeric tables (``--gaussian``)
+GAUSSIAN = {
+    "GaussianLatentTree": {},
+    "GaussianLatentTree (structure='auto')": {"structure": "auto"},
+}
 
 
 # ---------------------------------------------------------------------- data
@@ -375,6 +380,52 @@ def run_table(name, quick=False):
     return res
 
 
+def run_gaussian(name, quick=False):
+    """GaussianLatentTree on a numeric table, on the folds and hidden entries of
+    :func:`run_table` (same seeds), with the Gaussian mixture's BIC grid timed beside."""
+    from sklearn.mixture import GaussianMixture
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y = load(name)
+    folds = StratifiedKFold(3 if quick else 5, shuffle=True, random_state=0)
+    rng = np.random.default_rng(0)  # the same hidden entries as run_table
+    res = {"ll": {}, "mae": {}, "acc": {}, "logloss": {}, "k": {}, "time": {}, "structure": {}}
+
+    def add(kind, model, value):
+        res[kind].setdefault(model, []).append(value if kind == "structure" else float(value))
+
+    for tr, te in folds.split(X, y):
+        A, B = standardise(X.iloc[tr].reset_index(drop=True), X.iloc[te].reset_index(drop=True))
+        An, Bn = A.to_numpy(float), B.to_numpy(float)
+        t0 = time.perf_counter()
+        for c in range(1, 6):  # the grid of run_table, timed
+            GaussianMixture(c, reg_covar=1e-4, random_state=0).fit(An)
+        add("time", "Gaussian mixture (BIC)", time.perf_counter() - t0)
+        Q, mask = hide(B, 0.2, rng)
+        classes, y_tr = np.unique(y[tr], return_inverse=True)
+        y_te = np.searchsorted(classes, y[te])
+        for label, params in GAUSSIAN.items():
+            t0 = time.perf_counter()
+            est = GaussianLatentTree(random_state=0, **params).fit(An)
+            add("time", label, time.perf_counter() - t0)
+            add("k", label, est.n_components_)
+            add("structure", label, est.structure_)
+            add("ll", label, est.score(Bn))
+            errs = []
+            for t in range(An.shape[1]):
+                rows = np.flatnonzero(mask[:, t])
+                if rows.size:
+                    pred = est.conditional_mean(Q.iloc[rows].to_numpy(float), t)
+                    errs.append(np.abs(pred - Bn[rows, t]))
+            add("mae", label, np.concatenate(errs).mean())
+            clf = LatentTreeClassifier(GaussianLatentTree(random_state=0, **params)).fit(An, y_tr)
+            lp = np.log(np.clip(clf.predict_proba(Bn), 1e-300, None))
+            add("acc", label, np.mean(lp.argmax(axis=1) == y_te))
+            add("logloss", label, log_loss(lp, y_te))
+        print(name, {m: round(v[-1], 3) for m, v in res["ll"].items()}, flush=True)
+    return res
+
+
 def run_classification(name, quick=False):
     """Classification with ``n_hidden_states`` chosen for classification: an inner 3-fold
     grid on log-loss over 1, 2, 4 (the classifier a user would grid-search), default
@@ -422,7 +473,7 @@ def run_classification(name, quick=False):
 # ---------------------------------------------------------------------- report
 def _ours_first(models):
     """Model names, KernelLatentTree's settings first."""
-    return sorted(models, key=lambda m: (not m.startswith("Kernel"), m))
+    return sorted(models, key=lambda m: (not m.startswith(("Kernel", "Gaussian")), m))
 
 
 def _fmt(values):
@@ -533,8 +584,44 @@ def report(results, quick=False):
             ],
         )
     )
+    timed = [t for t in numeric if "Gaussian mixture (BIC)" in results[t]["time"]]
+    if timed:
+        parts.append(
+            "## GaussianLatentTree fits\n\n"
+            "n_components by BIC inside fit (1, 2, ... while it improves); the Gaussian "
+            "mixture's time is its BIC grid over 1-5 components, fitted on the same fold.\n\n"
+            + markdown_table(
+                [
+                    "table",
+                    "setting",
+                    "components per fold",
+                    "structure per fold",
+                    "fit (s, mean per fold)",
+                    "GMM BIC grid (s)",
+                    "ratio",
+                ],
+                [
+                    [
+                        t,
+                        m,
+                        [int(k) for k in results[t]["k"][m]],
+                        results[t]["structure"][m],
+                        f"{np.mean(results[t]['time'][m]):.2f}",
+                        f"{np.mean(results[t]['time']['Gaussian mixture (BIC)']):.2f}",
+                        f"{_time_ratio(results[t]['time'], m):.1f}x",
+                    ]
+                    for t in timed
+                    for m in GAUSSIAN
+                ],
+            )
+        )
     save("bench_continuous" + ("_quick" if quick else ""), "\n\n".join(parts))
     _plot(results, quick)
+
+
+def _time_ratio(times, model):
+    """Mean fit time of ``model`` over the Gaussian mixture's BIC grid."""
+    return np.mean(times[model]) / np.mean(times["Gaussian mixture (BIC)"])
 
 
 def _plot(results, quick):
@@ -575,6 +662,11 @@ def main():
         help="run only the classification with k' chosen by log-loss (saved beside)",
     )
     parser.add_argument(
+        "--gaussian",
+        action="store_true",
+        help="run only GaussianLatentTree on the numeric tables (merged into the report)",
+    )
+    parser.add_argument(
         "--report-only",
         action="store_true",
         help="write the report from the saved per-table results (tables run in parallel "
@@ -585,6 +677,11 @@ def main():
     parts = RESULTS / ("bench_continuous_parts" + ("_quick" if args.quick else ""))
     parts.mkdir(parents=True, exist_ok=True)
     names = args.tables.split(",")
+    if args.gaussian:
+        for name in [n for n in names if n in NUMERIC]:
+            res = run_gaussian(name, args.quick)
+            (parts / f"{name}_gaussian.json").write_text(json.dumps(res))
+        return
     if args.classification:
         for name in names:
             res = run_classification(name, args.quick)
@@ -603,6 +700,10 @@ def main():
             extra = parts / f"{name}_classification.json"
             if extra.exists():
                 results[name]["classification"] = json.loads(extra.read_text())
+            gaussian = parts / f"{name}_gaussian.json"
+            if gaussian.exists():
+                for kind, values in json.loads(gaussian.read_text()).items():
+                    results[name].setdefault(kind, {}).update(values)
     report(results, args.quick)
 
 

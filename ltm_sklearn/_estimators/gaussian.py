@@ -244,12 +244,12 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                 raise ValueError(f"n_components={self.n_components} must be <= n_samples={len(Z)}.")
             grid = (self.n_components,)
         n_eff = sw.sum()
-        best, self.bic_ = None, {}
+        best, self.bic_, starts = None, {}, {}
         for structure in structures:
             worse = 0
             best_here = np.inf
             for k in grid:
-                fit = self._fit_one(Z, sw, structure, k, seed)
+                fit = self._fit_one(Z, sw, structure, k, seed, starts)
                 bic = -2.0 * n_eff * fit["score"] + fit["n_params"] * np.log(n_eff)
                 name = structure if isinstance(structure, str) else "given"
                 self.bic_[(name, k)] = float(bic)
@@ -278,12 +278,13 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             )
         return self
 
-    def _fit_one(self, Z, sw, structure, k, seed):
-        labels = None
-        if k > 1:
-            labels = KMeans(k, n_init=1, random_state=seed).fit_predict(
+    def _fit_one(self, Z, sw, structure, k, seed, starts):
+        # the k-means start of k components, shared by the candidate structures
+        if k > 1 and k not in starts:
+            starts[k] = KMeans(k, n_init=1, random_state=seed).fit_predict(
                 np.nan_to_num(Z), sample_weight=sw
             )
+        labels = starts.get(k)
         tree = self._structure(Z, structure, labels)
         params, trace, converged = fit_gaussian_tree(
             Z,
