@@ -51,7 +51,7 @@ OURS = {"KernelLatentTree": {}, "KernelLatentTree (structure='auto')": {"structu
 #: the settings of GaussianLatentTree compared on the numeric tables (``--gaussian``)
 GAUSSIAN = {
     "GaussianLatentTree": {},
-    "GaussianLatentTree (structure='auto')": {"structure": "auto"},
+    "GaussianLatentTree (structure='me')": {"structure": "me"},
 }
 
 

@@ -95,16 +95,20 @@ def test_em_gap_to_the_truth_shrinks_with_n():
 def test_structure_recovered_at_large_n():
     truth = GaussianLatentTreeModel.random(random_binary_tree(16, random_state=1), random_state=0)
     X = truth.sample(20_000, random_state=1)
-    est = GaussianLatentTree(n_components=1, random_state=0).fit(X)
+    est = GaussianLatentTree(n_components=1, structure="me", random_state=0).fit(X)
     assert robinson_foulds(est.tree_, truth.tree) == 0
     assert abs(est.score(X) - truth.log_likelihood(X).mean()) < 0.01
+    # the default compares it by BIC with the Chow-Liu trees, and keeps the latent tree
+    auto = GaussianLatentTree(random_state=0).fit(X)
+    assert auto.structure_ == "me" and auto.n_components_ == 1
+    assert robinson_foulds(auto.tree_, truth.tree) == 0
 
 
 def test_mixture_of_trees_recovered():
     truth = GaussianLatentTreeModel.random(balanced_binary_tree(8), 3, random_state=0)
     X, _, comp = truth.sample(6000, random_state=1, return_hidden=True)
     test = truth.sample(10_000, random_state=2)
-    est = GaussianLatentTree(random_state=0).fit(X)  # n_components="auto" by BIC
+    est = GaussianLatentTree(structure="me", random_state=0).fit(X)  # components by BIC
     assert est.n_components_ == 3
     assert robinson_foulds(est.tree_, truth.tree) == 0
     assert adjusted_rand_score(comp, est.predict(X)) > 0.9
@@ -180,7 +184,7 @@ def test_fit_with_missing_entries_and_feature_names():
     Xm = X.copy()
     Xm[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
     df = pd.DataFrame(Xm, columns=[f"c{i}" for i in range(8)])
-    est = GaussianLatentTree(n_components=1, random_state=0).fit(df)
+    est = GaussianLatentTree(n_components=1, structure="me", random_state=0).fit(df)
     assert robinson_foulds(est.tree_, truth.tree) == 0
     assert truth.log_likelihood(X).mean() - est.score(pd.DataFrame(X, columns=df.columns)) < 0.02
     np.testing.assert_allclose(est.conditional_mean(df, "c3"), est.conditional_mean(df, 3))

@@ -161,13 +161,34 @@ def _gaussian_rows(X, observed, mean, cov):
     NumPy runs far faster than a triangular solve with many right-hand sides.
     """
     obs = np.flatnonzero(observed)
-    chol = np.linalg.cholesky(cov[np.ix_(obs, obs)])
+    chol = _cholesky(cov[np.ix_(obs, obs)])
     inv_chol = solve_triangular(chol, np.eye(len(obs)), lower=True, check_finite=False)
     resid = X[:, obs] - mean[obs]
     white = resid @ inv_chol.T
     logdet = 2.0 * np.log(np.diag(chol)).sum()
     log_density = -0.5 * (np.einsum("ij,ij->i", white, white) + logdet + len(obs) * _LOG_2PI)
     return obs, inv_chol, resid, log_density
+
+
+def _cholesky(block):
+    """Cholesky factor of a covariance block.
+
+    Every node's noise variance is floored, so the block is positive definite; a chain of
+    near-deterministic edges (duplicated or collinear columns) can still make it
+    numerically singular, and then a jitter growing from 1e-12 of the mean variance is
+    added to the diagonal until the factorisation succeeds.
+    """
+    try:
+        return np.linalg.cholesky(block)
+    except np.linalg.LinAlgError:
+        pass
+    scale = max(float(np.mean(np.diag(block))), 1e-300)
+    for jitter in 10.0 ** np.arange(-12, 1):
+        try:
+            return np.linalg.cholesky(block + jitter * scale * np.eye(len(block)))
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError("covariance block not positive definite even with jitter")
 
 
 def component_log_density(X, patterns, mean, cov, n_observed):

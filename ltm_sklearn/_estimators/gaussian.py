@@ -36,7 +36,7 @@ __all__ = ["GaussianLatentTree"]
 #: structures learned from the Gaussian metric or the Gaussian mutual information
 GAUSSIAN_STRUCTURES = ("me", "nj", "rg", "clrg", "clnj", "star", "chow_liu", "hclt", "grouped_hclt")
 #: the candidates of ``structure="auto"``
-AUTO_STRUCTURES = ("me", "chow_liu", "hclt")
+AUTO_STRUCTURES = ("chow_liu", "me", "hclt")
 #: largest number of components tried by ``n_components="auto"``
 MAX_AUTO_COMPONENTS = 10
 #: ``"auto"`` stops after this many components in a row without a better criterion
@@ -66,13 +66,14 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         States of the discrete root. ``"auto"``: 1, 2, ... up to 10 by BIC, stopping
         after two in a row that do not improve it, and trying no more components than
         leave ``n_features + 1`` distinct rows to each.
-    structure : str, LatentTree or Newick string, default="me"
+    structure : str, LatentTree or Newick string, default="auto"
         ``"me"`` (minimum-evolution search on the Gaussian metric), ``"nj"``, ``"rg"``,
         ``"clrg"``, ``"clnj"``, ``"star"`` (one hidden variable: factor analysis with one
         factor), ``"chow_liu"`` (the Gaussian Chow-Liu tree, no hidden variables),
         ``"hclt"`` / ``"grouped_hclt"`` (a hidden variable per column or per group of
-        columns along the Chow-Liu tree), ``"auto"`` (the best of ``"me"``,
-        ``"chow_liu"`` and ``"hclt"`` by BIC), or a given tree over the columns.
+        columns along the Chow-Liu tree), ``"auto"`` (the best of ``"chow_liu"``, ``"me"``
+        and ``"hclt"`` by BIC, each with its own number of components), or a given tree
+        over the columns.
     max_iter : int, default=200
         EM iterations per fit.
     tol : float, default=1e-4
@@ -118,7 +119,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     >>> from ltm_sklearn.datasets import GaussianLatentTreeModel, balanced_binary_tree
     >>> truth = GaussianLatentTreeModel.random(balanced_binary_tree(8), random_state=0)
     >>> X = truth.sample(5000, random_state=0)
-    >>> est = GaussianLatentTree(n_components=1, random_state=0).fit(X)
+    >>> est = GaussianLatentTree(n_components=1, structure="me", random_state=0).fit(X)
     >>> from ltm_sklearn.metrics import robinson_foulds
     >>> robinson_foulds(est.tree_, truth.tree)
     0
@@ -139,7 +140,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         self,
         n_components="auto",
         *,
-        structure="me",
+        structure="auto",
         max_iter=200,
         tol=1e-4,
         reg_covar=1e-6,
@@ -246,6 +247,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         n_eff = sw.sum()
         best, self.bic_, starts = None, {}, {}
         for structure in structures:
+            # every candidate walks the grid of components: a tree without hidden
+            # variables needs more components than a latent tree to fit the same law
             worse = 0
             best_here = np.inf
             for k in grid:
