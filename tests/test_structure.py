@@ -121,8 +121,13 @@ def test_gaussian_and_nonparanormal_metrics_recover_gaussian_trees():
 
 
 def test_continuous_metric_input_checks():
-    with pytest.raises(ValueError, match="NaN or infinite"):
-        gaussian_distance(np.array([[1.0, np.nan], [2.0, 1.0]]))
+    # NaN entries are missing values: each correlation reads the rows observing both
+    X = np.array([[1.0, np.nan], [2.0, 1.0], [3.0, 2.5], [4.0, 3.0]])
+    np.testing.assert_allclose(
+        gaussian_distance(X)[0, 1], -np.log(np.corrcoef(X[1:].T)[0, 1]), atol=1e-12
+    )
+    with pytest.raises(ValueError, match="infinite"):
+        gaussian_distance(np.array([[1.0, np.inf], [2.0, 1.0]]))
 
 
 @pytest.mark.parametrize("n_leaves", [8, 16, 32, 64])
