@@ -218,3 +218,64 @@ def test_bad_input_gets_clear_errors_or_finite_fits():
     b = GaussianLatentTree(n_components=1, random_state=0).fit(cases["huge scale"])
     shift = np.log([1e12, 1.0, 1e-9, 1.0]).sum()
     np.testing.assert_allclose(b.score(cases["huge scale"]), a.score(X) - shift, atol=1e-6)
+
+
+def _skewed_rows(n, seed):
+    """Columns exp(Gaussian latent tree): skewed margins, linear dependence on the log."""
+    truth = GaussianLatentTreeModel.random(balanced_binary_tree(4), random_state=seed)
+    return np.exp(0.5 * truth.sample(n, random_state=seed))
+
+
+def test_transform_kept_on_skewed_columns_and_normalised():
+    X, test = _skewed_rows(4000, 0), _skewed_rows(4000, 0)[::-1]
+    est = GaussianLatentTree(n_components=1, random_state=0).fit(X)
+    plain = GaussianLatentTree(n_components=1, transform="none", random_state=0).fit(X)
+    assert est.transform_ == "yeo-johnson" and np.all(est.lambdas_ < 1.0)
+    assert est.score(test) > plain.score(test) + 0.5
+    assert est.bic(X) < plain.bic(X)
+    # two columns: the density on the original units integrates to one, checked as
+    # int p(x0) dx0 = 1 (x1 marginalised as NaN) and int p(x0, x1) dx1 = p(x0)
+    pair = GaussianLatentTree(n_components=2, transform="yeo-johnson", random_state=0)
+    pair.fit(X[:, :2])
+    assert np.all(pair.lambdas_ < 1.0)
+
+    def dens(a, b):
+        return np.exp(pair.score_samples(np.array([[a, b]]))[0])
+
+    def integral(f, column):
+        sd, mid = X[:, column].std(), np.median(X[:, column])
+        cuts = [X[:, column].min() - 50 * sd, 0.0, mid, X[:, column].max(), 1e4 * sd + mid]
+        return sum(
+            quad(f, a, b, epsabs=1e-13, epsrel=1e-10, limit=500)[0] for a, b in zip(cuts, cuts[1:])
+        )
+
+    mass = integral(lambda a: dens(a, np.nan), 0)
+    assert abs(mass - 1.0) < 1e-6
+    for x0 in np.quantile(X[:, 0], [0.1, 0.5, 0.95]):
+        inner = integral(lambda b, x0=x0: dens(x0, b), 1)
+        np.testing.assert_allclose(inner, dens(x0, np.nan), rtol=1e-6)
+
+
+def test_transformed_conditional_moments_and_sampling():
+    X = _skewed_rows(3000, 1)
+    est = GaussianLatentTree(n_components=2, transform="yeo-johnson", random_state=0).fit(X)
+    row = X[7].copy()
+    partial = row.copy()
+    partial[2] = np.nan
+
+    def density(v):
+        r = row.copy()
+        r[2] = v
+        return np.exp(est.score_samples(r[None])[0])
+
+    lo, hi = X[:, 2].min() - 30 * X[:, 2].std(), X[:, 2].max() + 200 * X[:, 2].std()
+    breaks = [lo, 0.0, np.median(X[:, 2]), hi]
+    total = sum(quad(density, a, b, epsrel=1e-10, limit=400)[0] for a, b in zip(breaks, breaks[1:]))
+    first = sum(
+        quad(lambda v: v * density(v), a, b, epsrel=1e-10, limit=400)[0]
+        for a, b in zip(breaks, breaks[1:])
+    )
+    np.testing.assert_allclose(np.exp(est.score_samples(partial[None])[0]), total, rtol=1e-6)
+    np.testing.assert_allclose(est.conditional_mean(partial[None], 2)[0], first / total, rtol=1e-5)
+    S = est.sample(100_000, random_state=0)
+    np.testing.assert_allclose(np.median(S, axis=0), np.median(X, axis=0), rtol=0.05)

@@ -21,6 +21,12 @@ from .._algorithms.gaussian import (
     mixture_log_density,
     n_free_parameters,
 )
+from .._algorithms.marginals import (
+    fit_yeo_johnson,
+    yeo_johnson,
+    yeo_johnson_inverse,
+    yeo_johnson_log_derivative,
+)
 from .._algorithms.structure import (
     chow_liu,
     grouped_chow_liu,
@@ -39,6 +45,8 @@ GAUSSIAN_STRUCTURES = ("me", "nj", "rg", "clrg", "clnj", "star", "chow_liu", "hc
 AUTO_STRUCTURES = ("chow_liu", "me", "hclt")
 #: largest number of components tried by ``n_components="auto"``
 MAX_AUTO_COMPONENTS = 10
+#: Gauss-Hermite nodes of the conditional moments of a transformed column
+_HERMITE_NODES = 64
 #: ``"auto"`` stops after this many components in a row without a better criterion
 _PATIENCE = 2
 
@@ -81,6 +89,13 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     reg_covar : float, default=1e-6
         Floor of each column's noise variance (in standardised units): duplicated or
         collinear columns get a finite density.
+    transform : {"auto", "yeo-johnson", "none"}, default="auto"
+        Per-column map to a near-Gaussian margin before the tree: the Yeo-Johnson power
+        transformation, its exponent of largest likelihood in ``[0, 2]`` (where it maps
+        the real line onto itself, so the density stays normalised on the columns).
+        ``"auto"`` fits the model with and without it and keeps the better BIC (both
+        in the units of ``X``); ``"yeo-johnson"`` always transforms. Scores include the
+        Jacobian: they are densities on the columns as given.
     random_state : int, RandomState instance or None, default=None
         Seeds the k-means start of the components.
 
@@ -96,9 +111,16 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     params_ : GaussianTreeParameters
         Coefficients per component, in standardised units.
     center_, scale_ : ndarray of shape (n_features_in_,)
-        The standardisation of the columns.
+        The standardisation of the columns (before the transformation).
+    lambdas_ : ndarray of shape (n_features_in_,)
+        Yeo-Johnson exponent of each column (1: the column is not transformed).
+    model_center_, model_scale_ : ndarray of shape (n_features_in_,)
+        The standardisation of the transformed columns, which the tree models.
     bic_ : dict
-        BIC of every (structure, n_components) fitted, lower is better.
+        BIC (in the units of ``X``) of every ``(transform, structure, n_components)``
+        fitted; lower is better.
+    transform_ : str
+        The transformation kept (``"none"`` or ``"yeo-johnson"``).
     converged_ : bool
     n_iter_ : int
     lower_bound_ : float
@@ -133,6 +155,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="neither")],
+        "transform": [StrOptions({"auto", "yeo-johnson", "none"})],
         "random_state": ["random_state"],
     }
 
@@ -144,6 +167,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         max_iter=200,
         tol=1e-4,
         reg_covar=1e-6,
+        transform="auto",
         random_state=None,
     ):
         self.n_components = n_components
@@ -151,6 +175,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.reg_covar = reg_covar
+        self.transform = transform
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation
@@ -231,39 +256,60 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             raise ValueError("GaussianLatentTree needs at least 2 rows of positive weight.")
         X, sw = X[keep], sw[keep]
         self.center_, self.scale_ = self._standardise(X, sw)
-        Z = (X - self.center_) / self.scale_
+        S = (X - self.center_) / self.scale_
+        n_eff, d = sw.sum(), X.shape[1]
+        options = {}
+        if self.transform != "yeo-johnson":
+            options["none"] = np.ones(d)
+        if self.transform != "none":
+            options["yeo-johnson"] = np.array([fit_yeo_johnson(S[:, j], sw)[0] for j in range(d)])
         rng = check_random_state(self.random_state)
         seed = rng.randint(np.iinfo(np.int32).max)
         structures = AUTO_STRUCTURES if _is(self.structure, "auto") else (self.structure,)
         if self.n_components == "auto":
             # each component should see at least d + 1 distinct rows
-            distinct = len(np.unique(np.nan_to_num(Z, nan=np.inf), axis=0))
-            top = max(1, min(MAX_AUTO_COMPONENTS, distinct // (Z.shape[1] + 1)))
+            distinct = len(np.unique(np.nan_to_num(S, nan=np.inf), axis=0))
+            top = max(1, min(MAX_AUTO_COMPONENTS, distinct // (d + 1)))
             grid = range(1, top + 1)
         else:
-            if self.n_components > len(Z):
-                raise ValueError(f"n_components={self.n_components} must be <= n_samples={len(Z)}.")
+            if self.n_components > len(S):
+                raise ValueError(f"n_components={self.n_components} must be <= n_samples={len(S)}.")
             grid = (self.n_components,)
-        n_eff = sw.sum()
-        best, self.bic_, starts = None, {}, {}
-        for structure in structures:
-            # every candidate walks the grid of components: a tree without hidden
-            # variables needs more components than a latent tree to fit the same law
-            worse = 0
-            best_here = np.inf
-            for k in grid:
-                fit = self._fit_one(Z, sw, structure, k, seed, starts)
-                bic = -2.0 * n_eff * fit["score"] + fit["n_params"] * np.log(n_eff)
-                name = structure if isinstance(structure, str) else "given"
-                self.bic_[(name, k)] = float(bic)
-                if best is None or bic < best["bic"]:
-                    best = dict(fit, bic=bic, structure=name)
-                if bic < best_here:
-                    best_here, worse = bic, 0
-                else:
-                    worse += 1
-                    if worse >= _PATIENCE:
-                        break
+        best, self.bic_ = None, {}
+        for transform, lambdas in options.items():
+            # every BIC in the units of X: the transformation's log-Jacobian and its
+            # exponents count
+            T, log_jacobian = S.copy(), np.zeros(len(S))
+            for j in np.flatnonzero(lambdas != 1.0):
+                log_jacobian += yeo_johnson_log_derivative(S[:, j], lambdas[j])
+                T[:, j] = yeo_johnson(S[:, j], lambdas[j])
+            center, scale = self._standardise(T, sw)
+            Z = (T - center) / scale
+            log_jacobian -= (~np.isnan(X)) @ np.log(self.scale_ * scale)
+            offset = -2.0 * sw @ log_jacobian + np.sum(lambdas != 1.0) * np.log(n_eff)
+            starts = {}
+            for structure in structures:
+                # every candidate walks the grid of components: a tree without hidden
+                # variables needs more components than a latent tree to fit the same law
+                worse = 0
+                best_here = np.inf
+                for k in grid:
+                    fit = self._fit_one(Z, sw, structure, k, seed, starts)
+                    bic = -2.0 * n_eff * fit["score"] + fit["n_params"] * np.log(n_eff) + offset
+                    name = structure if isinstance(structure, str) else "given"
+                    self.bic_[(transform, name, k)] = float(bic)
+                    if best is None or bic < best["bic"]:
+                        best = dict(fit, bic=bic, structure=name, lambdas=lambdas)
+                        best.update(center=center, scale=scale, transform=transform)
+                    if bic < best_here:
+                        best_here, worse = bic, 0
+                    else:
+                        worse += 1
+                        if worse >= _PATIENCE:
+                            break
+        self.lambdas_ = best["lambdas"]
+        self.model_center_, self.model_scale_ = best["center"], best["scale"]
+        self.transform_ = best["transform"]
         self.tree_ = best["tree"]
         self.params_ = best["params"]
         self.structure_ = best["structure"]
@@ -312,10 +358,26 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     def _joint(self, X):
         """``log p(k, x)`` per component, in the units of ``X`` (NaN marginalised)."""
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
-        Z = (X - self.center_) / self.scale_
+        Z, log_jacobian = self._to_model(self._validate_X(X, reset=False))
         joint = mixture_log_density(Z, self.tree_, self.params_)[1]
-        return joint - (~np.isnan(X)) @ np.log(self.scale_)[:, None]
+        return joint + log_jacobian[:, None]
+
+    def _to_model(self, X):
+        """Columns in the units the tree models, and each row's log-Jacobian (NaN: 0)."""
+        seen = ~np.isnan(X)
+        S = (X - self.center_) / self.scale_
+        log_jacobian = -(seen @ np.log(self.scale_ * self.model_scale_))
+        for j in np.flatnonzero(self.lambdas_ != 1.0):
+            log_jacobian += yeo_johnson_log_derivative(S[:, j], self.lambdas_[j])
+            S[:, j] = yeo_johnson(S[:, j], self.lambdas_[j])
+        return (S - self.model_center_) / self.model_scale_, log_jacobian
+
+    def _from_model(self, Z, j):
+        """Column ``j``'s values from the tree's units (the inverse of :meth:`_to_model`)."""
+        S = Z * self.model_scale_[j] + self.model_center_[j]
+        if self.lambdas_[j] != 1.0:
+            S = yeo_johnson_inverse(S, self.lambdas_[j])
+        return S * self.scale_[j] + self.center_[j]
 
     def score_samples(self, X):
         """Log-density of each row; NaN entries are marginalised out exactly.
@@ -333,7 +395,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     def bic(self, X):
         """Bayesian information criterion on ``X`` (lower is better)."""
         n = len(self._validate_X(X, reset=False))
-        p = n_free_parameters(self.tree_, self.n_components_)
+        p = n_free_parameters(self.tree_, self.n_components_) + np.sum(self.lambdas_ != 1.0)
         return -2.0 * self.score(X) * n + p * np.log(n)
 
     def predict_proba(self, X):
@@ -368,7 +430,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         j = self._target_index(target)
         X = self._validate_X(X, reset=False).copy()
         X[:, j] = np.nan
-        Z = (X - self.center_) / self.scale_
+        Z = self._to_model(X)[0]
         tree, params = self.tree_, self.params_
         K = params.n_components
         means, variances = np.zeros((len(Z), K)), np.zeros((len(Z), K))
@@ -385,9 +447,20 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                 variances[rows, k] = cov[j, j] - cov[j, obs] @ gain
         joint = mixture_log_density(Z, tree, params, patterns)[1]
         post = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
-        m = (post * means).sum(1)
-        v = (post * (variances + means**2)).sum(1) - m**2
-        return m * self.scale_[j] + self.center_[j], np.maximum(v, 0.0) * self.scale_[j] ** 2
+        if self.lambdas_[j] == 1.0:  # linear in the tree's units
+            m = (post * means).sum(1)
+            v = (post * (variances + means**2)).sum(1) - m**2
+            scale = self.scale_[j] * self.model_scale_[j]
+            return self._from_model(m, j), np.maximum(v, 0.0) * scale**2
+        # a transformed column: E[x] and E[x^2] of each component by Gauss-Hermite
+        nodes, weights = np.polynomial.hermite_e.hermegauss(_HERMITE_NODES)
+        weights = weights / weights.sum()
+        values = self._from_model(
+            means[..., None] + np.sqrt(variances)[..., None] * nodes, j
+        )  # (rows, K, nodes)
+        m = (post * (values @ weights)).sum(1)
+        v = (post * (values**2 @ weights)).sum(1) - m**2
+        return m, np.maximum(v, 0.0)
 
     def conditional_mean(self, X, target):
         """``E[X_target | observed entries of each row]`` (exact Gaussian conditioning,
@@ -437,7 +510,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                 + p.offset[comp, v]
                 + np.sqrt(p.noise[comp, v]) * rng.standard_normal(int(n_samples))
             )
-        return x[:, : tree.n_observed] * self.scale_ + self.center_
+        Z = x[:, : tree.n_observed]
+        return np.column_stack([self._from_model(Z[:, j], j) for j in range(tree.n_observed)])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
