@@ -379,11 +379,8 @@ def n_free_parameters(tree, n_components):
     coefficient (none at the root). The discrete root adds ``K - 1`` proportions.
     """
     d, n = tree.n_observed, tree.n_nodes
-    per = 3 * d + (n - d)
-    if tree.root < d:
-        per -= 1  # observed root: mean and variance, no coefficient
-    else:
-        per -= 1  # hidden root: nothing
+    # an observed root has a mean and a variance but no coefficient; a hidden root nothing
+    per = 3 * d + (n - d) - 1
     return n_components * per + n_components - 1
 
 
