@@ -229,13 +229,13 @@ def _skewed_rows(n, seed):
 def test_transform_kept_on_skewed_columns_and_normalised():
     X, test = _skewed_rows(4000, 0), _skewed_rows(4000, 0)[::-1]
     est = GaussianLatentTree(n_components=1, random_state=0).fit(X)
-    plain = GaussianLatentTree(n_components=1, transform="none", random_state=0).fit(X)
-    assert est.transform_ == "yeo-johnson" and np.all(est.lambdas_ < 1.0)
+    plain = GaussianLatentTree(n_components=1, margins="none", random_state=0).fit(X)
+    assert est.margins_ == "yeo-johnson" and np.all(est.lambdas_ < 1.0)
     assert est.score(test) > plain.score(test) + 0.5
     assert est.bic(X) < plain.bic(X)
     # two columns: the density on the original units integrates to one, checked as
     # int p(x0) dx0 = 1 (x1 marginalised as NaN) and int p(x0, x1) dx1 = p(x0)
-    pair = GaussianLatentTree(n_components=2, transform="yeo-johnson", random_state=0)
+    pair = GaussianLatentTree(n_components=2, margins="yeo-johnson", random_state=0)
     pair.fit(X[:, :2])
     assert np.all(pair.lambdas_ < 1.0)
 
@@ -258,7 +258,7 @@ def test_transform_kept_on_skewed_columns_and_normalised():
 
 def test_transformed_conditional_moments_and_sampling():
     X = _skewed_rows(3000, 1)
-    est = GaussianLatentTree(n_components=2, transform="yeo-johnson", random_state=0).fit(X)
+    est = GaussianLatentTree(n_components=2, margins="yeo-johnson", random_state=0).fit(X)
     row = X[7].copy()
     partial = row.copy()
     partial[2] = np.nan

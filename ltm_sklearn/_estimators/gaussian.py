@@ -89,7 +89,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     reg_covar : float, default=1e-6
         Floor of each column's noise variance (in standardised units): duplicated or
         collinear columns get a finite density.
-    transform : {"auto", "yeo-johnson", "none"}, default="auto"
+    margins : {"auto", "yeo-johnson", "none"}, default="auto"
         Per-column map to a near-Gaussian margin before the tree: the Yeo-Johnson power
         transformation, its exponent of largest likelihood in ``[0, 2]`` (where it maps
         the real line onto itself, so the density stays normalised on the columns).
@@ -117,10 +117,10 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     model_center_, model_scale_ : ndarray of shape (n_features_in_,)
         The standardisation of the transformed columns, which the tree models.
     bic_ : dict
-        BIC (in the units of ``X``) of every ``(transform, structure, n_components)``
+        BIC (in the units of ``X``) of every ``(margins, structure, n_components)``
         fitted; lower is better.
-    transform_ : str
-        The transformation kept (``"none"`` or ``"yeo-johnson"``).
+    margins_ : str
+        The map of the margins kept (``"none"`` or ``"yeo-johnson"``).
     converged_ : bool
     n_iter_ : int
     lower_bound_ : float
@@ -155,7 +155,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="neither")],
-        "transform": [StrOptions({"auto", "yeo-johnson", "none"})],
+        "margins": [StrOptions({"auto", "yeo-johnson", "none"})],
         "random_state": ["random_state"],
     }
 
@@ -167,7 +167,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         max_iter=200,
         tol=1e-4,
         reg_covar=1e-6,
-        transform="auto",
+        margins="auto",
         random_state=None,
     ):
         self.n_components = n_components
@@ -175,7 +175,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.reg_covar = reg_covar
-        self.transform = transform
+        self.margins = margins
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation
@@ -259,9 +259,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         S = (X - self.center_) / self.scale_
         n_eff, d = sw.sum(), X.shape[1]
         options = {}
-        if self.transform != "yeo-johnson":
+        if self.margins != "yeo-johnson":
             options["none"] = np.ones(d)
-        if self.transform != "none":
+        if self.margins != "none":
             options["yeo-johnson"] = np.array([fit_yeo_johnson(S[:, j], sw)[0] for j in range(d)])
         rng = check_random_state(self.random_state)
         seed = rng.randint(np.iinfo(np.int32).max)
@@ -309,7 +309,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                             break
         self.lambdas_ = best["lambdas"]
         self.model_center_, self.model_scale_ = best["center"], best["scale"]
-        self.transform_ = best["transform"]
+        self.margins_ = best["transform"]
         self.tree_ = best["tree"]
         self.params_ = best["params"]
         self.structure_ = best["structure"]
