@@ -154,10 +154,10 @@ def pairwise_correlation(X):
 
     Examples
     --------
-    >>> X = np.array([[0.0, 1.0], [1.0, np.nan], [2.0, 3.0], [3.0, 4.0]])
-    >>> np.round(pairwise_correlation(X), 3)
-    array([[1.   , 0.982],
-           [0.982, 1.   ]])
+    >>> X = np.array([[0.0, 1.0], [1.0, np.nan], [2.0, 3.0], [3.0, 2.0], [4.0, 5.0]])
+    >>> np.round(pairwise_correlation(X), 3)  # rows 0, 2, 3, 4
+    array([[1.   , 0.829],
+           [0.829, 1.   ]])
     """
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
