@@ -279,3 +279,32 @@ def test_transformed_conditional_moments_and_sampling():
     np.testing.assert_allclose(est.conditional_mean(partial[None], 2)[0], first / total, rtol=1e-5)
     S = est.sample(100_000, random_state=0)
     np.testing.assert_allclose(np.median(S, axis=0), np.median(X, axis=0), rtol=0.05)
+
+
+def test_tree_mixture_recovers_each_components_tree():
+    d = 7
+    chain = LatentTree([(i, i + 1) for i in range(d - 1)], n_observed=d)
+    star = LatentTree([(0, i) for i in range(1, d)], n_observed=d)
+    parts = [
+        GaussianLatentTreeModel.random(chain, min_correlation=0.7, random_state=1),
+        GaussianLatentTreeModel.random(star, min_correlation=0.7, random_state=2),
+    ]
+
+    def draw(n, seed):
+        a, b = parts[0].sample(n, random_state=seed), parts[1].sample(n, random_state=seed + 1)
+        log_p = np.logaddexp(
+            parts[0].log_likelihood(np.vstack([a, b])), parts[1].log_likelihood(np.vstack([a, b]))
+        ) - np.log(2)
+        return np.vstack([a, b]), np.repeat([0, 1], n), log_p
+
+    X, labels, _ = draw(3000, 0)
+    test, _, exact = draw(5000, 10)
+    est = GaussianLatentTree(2, structure="tree_mixture", margins="none", random_state=0).fit(X)
+    found = est.predict(X)
+    assert adjusted_rand_score(labels, found) > 0.95
+    for k, truth in enumerate((chain, star)):
+        mine = est.trees_[np.bincount(found[labels == k]).argmax()]
+        assert mine.edges == truth.edges
+    assert exact.mean() - est.score(test) < 0.02
+    shared = GaussianLatentTree(2, structure="chow_liu", margins="none", random_state=0).fit(X)
+    assert est.score(test) > shared.score(test) + 0.1

@@ -34,6 +34,7 @@ from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
+from .structure.chow_liu import chow_liu
 from .structure.distances import pairwise_correlation
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "fit_gaussian_tree",
     "mixture_log_density",
     "n_free_parameters",
+    "chow_liu_from_statistics",
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -74,12 +76,16 @@ class GaussianTreeParameters:
         ``s_v``, variance of ``e_v`` (the variance at the root).
     log_weights : ndarray of shape (K,)
         Log mixing proportions of the discrete root.
+    trees : list of LatentTree or None
+        One structure per component (a mixture of trees), or ``None``: every component
+        on the tree given beside the parameters.
     """
 
     weight: np.ndarray
     offset: np.ndarray
     noise: np.ndarray
     log_weights: np.ndarray
+    trees: list | None = None
 
     @property
     def n_components(self):
@@ -88,9 +94,17 @@ class GaussianTreeParameters:
     def component(self, k):
         return self.weight[k], self.offset[k], self.noise[k]
 
+    def trees_or(self, tree):
+        """The structure of every component (``tree`` when they share it)."""
+        return list(self.trees) if self.trees is not None else [tree] * self.n_components
+
     def copy(self):
         return GaussianTreeParameters(
-            self.weight.copy(), self.offset.copy(), self.noise.copy(), self.log_weights.copy()
+            self.weight.copy(),
+            self.offset.copy(),
+            self.noise.copy(),
+            self.log_weights.copy(),
+            None if self.trees is None else list(self.trees),
         )
 
 
@@ -212,8 +226,9 @@ def mixture_log_density(X, tree, params, patterns=None):
 def _mixture_log_density(X, tree, params, patterns):
     patterns = missing_patterns(X) if patterns is None else patterns
     joint = np.empty((len(X), params.n_components))
+    trees = params.trees_or(tree)
     for k in range(params.n_components):
-        mean, cov = joint_moments(tree, *params.component(k))
+        mean, cov = joint_moments(trees[k], *params.component(k))
         joint[:, k] = params.log_weights[k] + component_log_density(
             X, patterns, mean, cov, tree.n_observed
         )
@@ -255,7 +270,7 @@ def component_statistics(X, patterns, mean, cov, n_observed, resp):
         s2 += (z * r[:, None]).T @ z
         s2[np.ix_(other, other)] += w * post
         total += w
-    return total, s1, s2
+    return total, s1, 0.5 * (s2 + s2.T)
 
 
 def m_step(tree, total, s1, s2, noise_floor):
@@ -395,8 +410,9 @@ def fit_gaussian_tree(
     max_iter=200,
     tol=1e-4,
     reg_covar=1e-6,
+    relearn_trees=False,
 ):
-    """EM for a mixture of linear-Gaussian trees over one structure.
+    """EM for a mixture of linear-Gaussian trees over one structure (or one per component).
 
     Parameters
     ----------
@@ -417,6 +433,12 @@ def fit_gaussian_tree(
     reg_covar : float, default=1e-6
         Floor of the noise variance of each column (added stability on collinear or
         duplicated columns, as scikit-learn's ``GaussianMixture``).
+    relearn_trees : bool, default=False
+        Trees over the observed columns only: re-learn each component's tree in every
+        M-step as the Chow-Liu tree of its expected statistics (the maximum of the
+        expected complete log-likelihood over trees and coefficients: the mixture of
+        trees of Meila & Jordan 2000, with Gaussian nodes). The trees end in
+        ``params.trees``.
 
     Returns
     -------
@@ -427,13 +449,28 @@ def fit_gaussian_tree(
     """
     # small dense blocks: BLAS threads cost more than they give (and starve on busy cores)
     with threadpool_limits(1, user_api="blas"):
-        return _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_covar)
+        return _fit(
+            X,
+            tree,
+            n_components,
+            sample_weight,
+            corr,
+            labels,
+            max_iter,
+            tol,
+            reg_covar,
+            relearn_trees,
+        )
 
 
-def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_covar):
+def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_covar, relearn):
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     K = int(n_components)
+    trees = list(tree) if isinstance(tree, (list, tuple)) else [tree] * K
+    tree = trees[0]
+    if relearn and any(t.n_nodes != d for t in trees):
+        raise ValueError("relearn_trees needs trees over the observed columns only.")
     sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     patterns = missing_patterns(X)
     if corr is None:
@@ -446,13 +483,17 @@ def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_
         np.tile(start[1], (K, 1)),
         np.tile(start[2], (K, 1)),
         np.full(K, -np.log(K)),
+        None if all(t is tree for t in trees) and not relearn else trees,
     )
+    if params.trees is not None:
+        for k in range(K):
+            params.weight[k], params.offset[k], params.noise[k] = moment_start(trees[k], corr)
     if K > 1:
         if labels is None:
             raise ValueError("n_components > 1 needs initial labels.")
-        mean, cov = joint_moments(tree, *start)
+        start_moments = [joint_moments(trees[k], *params.component(k)) for k in range(K)]
         resp = sw[:, None] * (np.asarray(labels)[:, None] == np.arange(K))
-        _m_steps(tree, X, patterns, params, [(mean, cov)] * K, resp, floor)
+        _m_steps(tree, X, patterns, params, start_moments, resp, floor, relearn)
     trace, converged = [], False
     moments, joint, ll = _evaluate(X, tree, patterns, params, sw)
     trace.append(ll)
@@ -461,7 +502,9 @@ def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_
         log_p = logsumexp(joint, axis=1)
         resp = np.exp(joint - log_p[:, None]) * sw[:, None]
         em = params.copy()
-        _m_steps(tree, X, patterns, em, moments, resp, floor)
+        _m_steps(tree, X, patterns, em, moments, resp, floor, relearn)
+        if em.trees is not None and any(a != b for a, b in zip(em.trees, params.trees)):
+            step = 1.0  # a new structure: no direction to extrapolate along
         # adaptive over-relaxation (Salakhutdinov & Roweis 2003): move ``step`` times the
         # EM step while that raises the likelihood, else fall back to the EM step itself
         trial = _extrapolate(tree, params, em, step, floor) if step > 1.0 else em
@@ -483,7 +526,8 @@ def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_
 def _evaluate(X, tree, patterns, params, sw):
     """Joint moments per component, ``log p(k, x)`` per row and the mean log-likelihood."""
     d = tree.n_observed
-    moments = [joint_moments(tree, *params.component(k)) for k in range(params.n_components)]
+    trees = params.trees_or(tree)
+    moments = [joint_moments(trees[k], *params.component(k)) for k in range(params.n_components)]
     joint = np.column_stack(
         [
             params.log_weights[k] + component_log_density(X, patterns, *moments[k], d)
@@ -502,15 +546,17 @@ def _extrapolate(tree, old, new, step, floor):
     out.noise[:] = np.maximum(np.exp(log_noise), floor)
     log_w = old.log_weights + step * (new.log_weights - old.log_weights)
     out.log_weights[:] = log_w - logsumexp(log_w)
+    trees = out.trees_or(tree)
     for k in range(out.n_components):
         out.weight[k], out.offset[k], out.noise[k] = standardise_hidden(
-            tree, out.weight[k], out.offset[k], out.noise[k]
+            trees[k], out.weight[k], out.offset[k], out.noise[k]
         )
     return out
 
 
-def _m_steps(tree, X, patterns, params, moments, resp, floor):
-    """One M-step of every component (in place), hidden variables standardised."""
+def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
+    """One M-step of every component (in place), hidden variables standardised; with
+    ``relearn``, each component's tree first becomes the Chow-Liu tree of its statistics."""
     d = tree.n_observed
     totals = np.zeros(params.n_components)
     for k, (mean, cov) in enumerate(moments):
@@ -518,7 +564,30 @@ def _m_steps(tree, X, patterns, params, moments, resp, floor):
         totals[k] = total
         if total <= 1e-10 * max(resp.sum(), 1e-300):
             continue  # an empty component keeps its coefficients
-        w, b, s = standardise_hidden(tree, *m_step(tree, total, s1, s2, floor))
+        if relearn:
+            params.trees[k] = chow_liu_from_statistics(total, s1, s2, params.trees[k])
+        own = params.trees[k] if params.trees is not None else tree
+        w, b, s = standardise_hidden(own, *m_step(own, total, s1, s2, floor))
         params.weight[k], params.offset[k], params.noise[k] = w, b, s
     totals = np.maximum(totals, 1e-12 * totals.sum())
     params.log_weights[:] = np.log(totals / totals.sum())
+
+
+def chow_liu_from_statistics(total, s1, s2, previous=None):
+    """The Gaussian Chow-Liu tree of weighted statistics of the observed columns.
+
+    Gaussian mutual information ``-log(1 - rho^2) / 2`` from the correlations of
+    ``S2 / W - (S1 / W)^2``; the maximum spanning tree (:func:`chow_liu`). ``previous`` is
+    returned when it spans the same edges, so that unchanged structures stay the same
+    object.
+    """
+    mean = s1 / total
+    cov = s2 / total - np.outer(mean, mean)
+    sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
+    rho = np.clip(cov / np.outer(sd, sd), -1.0 + 1e-12, 1.0 - 1e-12)
+    info = -0.5 * np.log1p(-(rho**2))
+    np.fill_diagonal(info, 0.0)
+    tree = chow_liu(info, feature_names=None if previous is None else previous.feature_names)
+    if previous is not None and tree.edges == previous.edges:
+        return previous
+    return tree

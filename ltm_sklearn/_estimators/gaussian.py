@@ -40,9 +40,20 @@ from .base import check_frame_dtypes
 __all__ = ["GaussianLatentTree"]
 
 #: structures learned from the Gaussian metric or the Gaussian mutual information
-GAUSSIAN_STRUCTURES = ("me", "nj", "rg", "clrg", "clnj", "star", "chow_liu", "hclt", "grouped_hclt")
+GAUSSIAN_STRUCTURES = (
+    "me",
+    "nj",
+    "rg",
+    "clrg",
+    "clnj",
+    "star",
+    "chow_liu",
+    "hclt",
+    "grouped_hclt",
+    "tree_mixture",
+)
 #: the candidates of ``structure="auto"``
-AUTO_STRUCTURES = ("chow_liu", "me", "hclt")
+AUTO_STRUCTURES = ("chow_liu", "tree_mixture", "me", "hclt")
 #: largest number of components tried by ``n_components="auto"``
 MAX_AUTO_COMPONENTS = 10
 #: Gauss-Hermite nodes of the conditional moments of a transformed column
@@ -79,9 +90,11 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         ``"clrg"``, ``"clnj"``, ``"star"`` (one hidden variable: factor analysis with one
         factor), ``"chow_liu"`` (the Gaussian Chow-Liu tree, no hidden variables),
         ``"hclt"`` / ``"grouped_hclt"`` (a hidden variable per column or per group of
-        columns along the Chow-Liu tree), ``"auto"`` (the best of ``"chow_liu"``, ``"me"``
-        and ``"hclt"`` by BIC, each with its own number of components), or a given tree
-        over the columns.
+        columns along the Chow-Liu tree), ``"tree_mixture"`` (a Chow-Liu tree per
+        component, re-learned in every M-step: the mixture of trees of Meila & Jordan
+        2000 with Gaussian nodes), ``"auto"`` (the best of ``"chow_liu"``,
+        ``"tree_mixture"``, ``"me"`` and ``"hclt"`` by BIC, each with its own number of
+        components), or a given tree over the columns.
     max_iter : int, default=200
         EM iterations per fit.
     tol : float, default=1e-4
@@ -102,7 +115,10 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     Attributes
     ----------
     tree_ : LatentTree
-        The structure (observed columns ``0 .. d-1``, continuous hidden variables after).
+        The structure (observed columns ``0 .. d-1``, continuous hidden variables after);
+        with ``structure="tree_mixture"`` the largest component's.
+    trees_ : list of LatentTree
+        The structure of every component.
     structure_ : str
         How the structure was obtained.
     n_components_ : int
@@ -219,14 +235,14 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         if isinstance(method, LatentTree) or method not in GAUSSIAN_STRUCTURES:
             return LatentTree.coerce(method, d, feature_names=names, observed_leaves_only=False)
         corrs, sizes = _cluster_correlations(Z, labels)
-        if method in ("chow_liu", "hclt", "grouped_hclt"):
+        if method in ("chow_liu", "hclt", "grouped_hclt", "tree_mixture"):
             # Gaussian mutual information -log(1 - rho^2) / 2, averaged over the clusters
             info = sum(
                 w * -0.5 * np.log1p(-np.minimum(c**2, 1.0 - 1e-12)) for c, w in zip(corrs, sizes)
             )
             np.fill_diagonal(info, 0.0)
-            fn = {"chow_liu": chow_liu, "hclt": hidden_chow_liu, "grouped_hclt": grouped_chow_liu}
-            return fn[method](info, feature_names=names)
+            fn = {"hclt": hidden_chow_liu, "grouped_hclt": grouped_chow_liu}
+            return fn.get(method, chow_liu)(info, feature_names=names)
         # the Gaussian metric -log |corr| of each cluster, averaged: additive on the shared
         # tree whatever the signs and strengths of each component's edges
         D = sum(w * -np.log(np.clip(np.abs(c), 1e-300, 1.0)) for c, w in zip(corrs, sizes))
@@ -310,7 +326,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         self.lambdas_ = best["lambdas"]
         self.model_center_, self.model_scale_ = best["center"], best["scale"]
         self.margins_ = best["transform"]
-        self.tree_ = best["tree"]
+        self.trees_ = best["params"].trees_or(best["tree"])
+        # the structure shown: the shared one, or the largest component's
+        self.tree_ = self.trees_[int(np.argmax(best["params"].log_weights))]
         self.params_ = best["params"]
         self.structure_ = best["structure"]
         self.n_components_ = self.params_.n_components
@@ -344,6 +362,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             max_iter=self.max_iter,
             tol=self.tol,
             reg_covar=self.reg_covar,
+            relearn_trees=_is(structure, "tree_mixture"),
         )
         return {
             "tree": tree,
@@ -431,12 +450,12 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         X = self._validate_X(X, reset=False).copy()
         X[:, j] = np.nan
         Z = self._to_model(X)[0]
-        tree, params = self.tree_, self.params_
+        params = self.params_
         K = params.n_components
         means, variances = np.zeros((len(Z), K)), np.zeros((len(Z), K))
         patterns = missing_patterns(Z)
         for k in range(K):
-            mean, cov = joint_moments(tree, *params.component(k))
+            mean, cov = joint_moments(self.trees_[k], *params.component(k))
             for observed, rows in patterns:
                 obs = np.flatnonzero(observed)
                 if obs.size == 0:
@@ -445,7 +464,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                 gain = np.linalg.solve(cov[np.ix_(obs, obs)], cov[obs, j])
                 means[rows, k] = mean[j] + (Z[np.ix_(rows, obs)] - mean[obs]) @ gain
                 variances[rows, k] = cov[j, j] - cov[j, obs] @ gain
-        joint = mixture_log_density(Z, tree, params, patterns)[1]
+        joint = mixture_log_density(Z, self.tree_, params, patterns)[1]
         post = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
         if self.lambdas_[j] == 1.0:  # linear in the tree's units
             m = (post * means).sum(1)
@@ -499,19 +518,19 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         if not isinstance(n_samples, (Integral, np.integer)) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
         rng = check_random_state(random_state)
-        p, tree = self.params_, self.tree_
-        comp = rng.choice(p.n_components, size=int(n_samples), p=self.weights_)
-        x = np.zeros((int(n_samples), tree.n_nodes))
-        for v in tree.preorder:
-            u = tree.parent[v]
-            base = p.weight[comp, v] * x[:, u] if u >= 0 else 0.0
-            x[:, v] = (
-                base
-                + p.offset[comp, v]
-                + np.sqrt(p.noise[comp, v]) * rng.standard_normal(int(n_samples))
-            )
-        Z = x[:, : tree.n_observed]
-        return np.column_stack([self._from_model(Z[:, j], j) for j in range(tree.n_observed)])
+        p, n = self.params_, int(n_samples)
+        comp = rng.choice(p.n_components, size=n, p=self.weights_)
+        Z = np.empty((n, self.n_features_in_))
+        for k, tree in enumerate(self.trees_):
+            rows = np.flatnonzero(comp == k)
+            x = np.zeros((rows.size, tree.n_nodes))
+            for v in tree.preorder:
+                u = tree.parent[v]
+                base = p.weight[k, v] * x[:, u] if u >= 0 else 0.0
+                noise = np.sqrt(p.noise[k, v]) * rng.standard_normal(rows.size)
+                x[:, v] = base + p.offset[k, v] + noise
+            Z[rows] = x[:, : tree.n_observed]
+        return np.column_stack([self._from_model(Z[:, j], j) for j in range(Z.shape[1])])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
