@@ -160,6 +160,21 @@ class FittedModel:
     extras: dict = field(default_factory=dict)
 
 
+def target_index(estimator, target):
+    """Index of the column ``target`` (an index, or a feature name seen in ``fit``)."""
+    names = getattr(estimator, "feature_names_in_", None)
+    n_features = estimator.n_features_in_
+    if isinstance(target, str):
+        if names is None or target not in list(names):
+            raise ValueError(f"Unknown target column {target!r}.")
+        return int(list(names).index(target))
+    if not isinstance(target, (Integral, np.integer)) or not 0 <= target < n_features:
+        raise ValueError(
+            f"target must be a column index in [0, {n_features}) or a feature name, got {target!r}."
+        )
+    return int(target)
+
+
 def check_frame_dtypes(X, allowed, estimator):
     """Reject DataFrame columns whose dtype the estimator cannot read, naming them."""
     if not isinstance(X, pd.DataFrame):
@@ -867,17 +882,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         return np.exp(logs - logsumexp(logs, axis=1, keepdims=True))
 
     def _target_index(self, target):
-        names = getattr(self, "feature_names_in_", None)
-        if isinstance(target, str):
-            if names is None or target not in list(names):
-                raise ValueError(f"Unknown target column {target!r}.")
-            return int(list(names).index(target))
-        if not isinstance(target, (Integral, np.integer)) or not 0 <= target < self.n_features_in_:
-            raise ValueError(
-                f"target must be a column index in [0, {self.n_features_in_}) or a feature "
-                f"name, got {target!r}."
-            )
-        return int(target)
+        return target_index(self, target)
 
     def predict_hidden_proba(self, X):
         """Posterior ``P(h | x)`` of every hidden node given each row.

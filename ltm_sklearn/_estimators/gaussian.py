@@ -35,7 +35,7 @@ from .._algorithms.structure import (
     pairwise_correlation,
 )
 from .._engine.tree import LatentTree
-from .base import check_frame_dtypes
+from .base import check_frame_dtypes, target_index
 
 __all__ = ["GaussianLatentTree"]
 
@@ -431,22 +431,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         """Most probable component of each row."""
         return np.argmax(self.predict_proba(X), axis=1)
 
-    def _target_index(self, target):
-        names = getattr(self, "feature_names_in_", None)
-        if isinstance(target, str):
-            if names is None or target not in list(names):
-                raise ValueError(f"Unknown target column {target!r}.")
-            return int(list(names).index(target))
-        if not isinstance(target, (Integral, np.integer)) or not 0 <= target < self.n_features_in_:
-            raise ValueError(
-                f"target must be a column index in [0, {self.n_features_in_}) or a feature "
-                f"name, got {target!r}."
-            )
-        return int(target)
-
     def _conditional(self, X, target):
         check_is_fitted(self)
-        j = self._target_index(target)
+        j = target_index(self, target)
         X = self._validate_X(X, reset=False).copy()
         X[:, j] = np.nan
         Z = self._to_model(X)[0]
