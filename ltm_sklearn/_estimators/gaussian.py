@@ -106,8 +106,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         Per-column map to a near-Gaussian margin before the tree: the Yeo-Johnson power
         transformation, its exponent of largest likelihood in ``[0, 2]`` (where it maps
         the real line onto itself, so the density stays normalised on the columns).
-        ``"auto"`` fits the model with and without it and keeps the better BIC (both
-        in the units of ``X``); ``"yeo-johnson"`` always transforms. Scores include the
+        ``"auto"`` keeps it when it gives the better BIC (in the units of ``X``, the
+        Jacobian and the exponents counted) to the Chow-Liu tree with its components
+        chosen; ``"yeo-johnson"`` always transforms. Scores include the
         Jacobian: they are densities on the columns as given.
     random_state : int, RandomState instance or None, default=None
         Seeds the k-means start of the components.
@@ -273,7 +274,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         X, sw = X[keep], sw[keep]
         self.center_, self.scale_ = self._standardise(X, sw)
         S = (X - self.center_) / self.scale_
-        n_eff, d = sw.sum(), X.shape[1]
+        d = X.shape[1]
         options = {}
         if self.margins != "yeo-johnson":
             options["none"] = np.ones(d)
@@ -291,38 +292,21 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             if self.n_components > len(S):
                 raise ValueError(f"n_components={self.n_components} must be <= n_samples={len(S)}.")
             grid = (self.n_components,)
-        best, self.bic_ = None, {}
-        for transform, lambdas in options.items():
-            # every BIC in the units of X: the transformation's log-Jacobian and its
-            # exponents count
-            T, log_jacobian = S.copy(), np.zeros(len(S))
-            for j in np.flatnonzero(lambdas != 1.0):
-                log_jacobian += yeo_johnson_log_derivative(S[:, j], lambdas[j])
-                T[:, j] = yeo_johnson(S[:, j], lambdas[j])
-            center, scale = self._standardise(T, sw)
-            Z = (T - center) / scale
-            log_jacobian -= (~np.isnan(X)) @ np.log(self.scale_ * scale)
-            offset = -2.0 * sw @ log_jacobian + np.sum(lambdas != 1.0) * np.log(n_eff)
-            starts = {}
-            for structure in structures:
-                # every candidate walks the grid of components: a tree without hidden
-                # variables needs more components than a latent tree to fit the same law
-                worse = 0
-                best_here = np.inf
-                for k in grid:
-                    fit = self._fit_one(Z, sw, structure, k, seed, starts)
-                    bic = -2.0 * n_eff * fit["score"] + fit["n_params"] * np.log(n_eff) + offset
-                    name = structure if isinstance(structure, str) else "given"
-                    self.bic_[(transform, name, k)] = float(bic)
-                    if best is None or bic < best["bic"]:
-                        best = dict(fit, bic=bic, structure=name, lambdas=lambdas)
-                        best.update(center=center, scale=scale, transform=transform)
-                    if bic < best_here:
-                        best_here, worse = bic, 0
-                    else:
-                        worse += 1
-                        if worse >= _PATIENCE:
-                            break
+        self.bic_ = {}
+        prepared = {name: self._margins(X, S, sw, lam, name) for name, lam in options.items()}
+        if len(prepared) > 1:
+            # the margins are chosen on the fastest structure, the Chow-Liu tree (its fits
+            # count among the candidates when "chow_liu" is one)
+            trial = {
+                name: self._search(data, sw, ("chow_liu",), grid, seed)
+                for name, data in prepared.items()
+            }
+            chosen = min(trial, key=lambda name: trial[name]["bic"])
+            prepared = {chosen: prepared[chosen]}
+        ((name, data),) = prepared.items()
+        best = self._search(data, sw, structures, grid, seed)
+        best.update(lambdas=options[name], center=data["center"], scale=data["scale"])
+        best["transform"] = name
         self.lambdas_ = best["lambdas"]
         self.model_center_, self.model_scale_ = best["center"], best["scale"]
         self.margins_ = best["transform"]
@@ -344,6 +328,58 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                 stacklevel=2,
             )
         return self
+
+    def _margins(self, X, S, sw, lambdas, name):
+        """The columns the tree models under one choice of margins, and the BIC offset
+        that puts the tree's BIC in the units of ``X`` (log-Jacobian, exponents)."""
+        T, log_jacobian = S.copy(), np.zeros(len(S))
+        for j in np.flatnonzero(lambdas != 1.0):
+            log_jacobian += yeo_johnson_log_derivative(S[:, j], lambdas[j])
+            T[:, j] = yeo_johnson(S[:, j], lambdas[j])
+        center, scale = self._standardise(T, sw)
+        log_jacobian -= (~np.isnan(X)) @ np.log(self.scale_ * scale)
+        n_eff = sw.sum()
+        offset = -2.0 * sw @ log_jacobian + np.sum(lambdas != 1.0) * np.log(n_eff)
+        return {
+            "Z": (T - center) / scale,
+            "center": center,
+            "scale": scale,
+            "offset": offset,
+            "name": name,
+            "fits": {},
+            "starts": {},
+        }
+
+    def _search(self, data, sw, structures, grid, seed):
+        """The best BIC over structures, each walking the grid of components (a tree
+        without hidden variables needs more components than a latent tree to fit the
+        same law) until two in a row do not improve it; fits are cached in ``data``."""
+        n_eff = sw.sum()
+        best = None
+        for structure in structures:
+            name = structure if isinstance(structure, str) else "given"
+            worse, best_here = 0, np.inf
+            for k in grid:
+                if (name, k) not in data["fits"]:
+                    fit = self._fit_one(data["Z"], sw, structure, k, seed, data["starts"])
+                    fit["bic"] = (
+                        -2.0 * n_eff * fit["score"]
+                        + fit["n_params"] * np.log(n_eff)
+                        + data["offset"]
+                    )
+                    fit["structure"] = name
+                    data["fits"][(name, k)] = fit
+                    self.bic_[(data["name"], name, k)] = float(fit["bic"])
+                fit = data["fits"][(name, k)]
+                if best is None or fit["bic"] < best["bic"]:
+                    best = fit
+                if fit["bic"] < best_here:
+                    best_here, worse = fit["bic"], 0
+                else:
+                    worse += 1
+                    if worse >= _PATIENCE:
+                        break
+        return dict(best)
 
     def _fit_one(self, Z, sw, structure, k, seed, starts):
         # the k-means start of k components, shared by the candidate structures
