@@ -123,15 +123,15 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     structure_ : str
         How the structure was obtained.
     n_components_ : int
-    weights_ : ndarray of shape (n_components_,)
+    weights_ : ndarray of shape (n_components,)
         Proportions of the discrete root.
     params_ : GaussianTreeParameters
         Coefficients per component, in standardised units.
-    center_, scale_ : ndarray of shape (n_features_in_,)
+    center_, scale_ : ndarray of shape (n_features,)
         The standardisation of the columns (before the transformation).
-    lambdas_ : ndarray of shape (n_features_in_,)
+    lambdas_ : ndarray of shape (n_features,)
         Yeo-Johnson exponent of each column (1: the column is not transformed).
-    model_center_, model_scale_ : ndarray of shape (n_features_in_,)
+    model_center_, model_scale_ : ndarray of shape (n_features,)
         The standardisation of the transformed columns, which the tree models.
     bic_ : dict
         BIC (in the units of ``X``) of every ``(margins, structure, n_components)``
@@ -458,7 +458,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components_)
+        ndarray of shape (n_samples, n_components)
         """
         joint = self._joint(X)
         return np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
