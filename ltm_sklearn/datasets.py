@@ -436,7 +436,8 @@ class GaussianLatentTreeModel:
 
     def moments(self, component=0):
         """Mean and covariance of all nodes of one component (observed first)."""
-        return joint_moments(self.tree, *self.params.component(component))
+        tree = self.params.trees_or(self.tree)[component]
+        return joint_moments(tree, *self.params.component(component))
 
     def sample(self, n_samples, random_state=None, return_hidden=False):
         """``(n_samples, n_features)`` rows (and the hidden values, ``n_nodes`` columns,
@@ -444,13 +445,15 @@ class GaussianLatentTreeModel:
         rng = check_random_state(random_state)
         p = self.params
         comp = rng.choice(p.n_components, size=n_samples, p=np.exp(p.log_weights))
-        x = np.zeros((n_samples, self.tree.n_nodes))
-        for v in self.tree.preorder:
-            u = self.tree.parent[v]
-            a, b, s = p.weight[comp, v], p.offset[comp, v], p.noise[comp, v]
-            x[:, v] = (
-                (a * x[:, u] if u >= 0 else 0.0) + b + np.sqrt(s) * rng.standard_normal(n_samples)
-            )
+        trees = p.trees_or(self.tree)
+        x = np.zeros((n_samples, max(t.n_nodes for t in trees)))
+        for k, tree in enumerate(trees):  # each component along its own tree
+            rows = np.flatnonzero(comp == k)
+            for v in tree.preorder:
+                u = tree.parent[v]
+                a, b, s = p.weight[k, v], p.offset[k, v], p.noise[k, v]
+                base = a * x[rows, u] if u >= 0 else 0.0
+                x[rows, v] = base + b + np.sqrt(s) * rng.standard_normal(rows.size)
         X = x[:, : self.n_features].copy()
         return (X, x, comp) if return_hidden else X
 

@@ -13,6 +13,7 @@ from ltm_sklearn._algorithms.gaussian import (
     joint_moments,
     mixture_log_density,
     moment_start,
+    n_free_parameters,
     standardise_hidden,
 )
 from ltm_sklearn.datasets import (
@@ -308,3 +309,26 @@ def test_tree_mixture_recovers_each_components_tree():
     assert exact.mean() - est.score(test) < 0.02
     shared = GaussianLatentTree(2, structure="chow_liu", margins="none", random_state=0).fit(X)
     assert est.score(test) > shared.score(test) + 0.1
+
+
+def test_weights_count_as_repeated_rows():
+    a = GaussianLatentTreeModel.random(balanced_binary_tree(6), random_state=0)
+    b = GaussianLatentTreeModel.random(random_binary_tree(6, random_state=3), random_state=1)
+    X = np.vstack([a.sample(200, random_state=0), b.sample(200, random_state=1)])
+    w = np.r_[np.full(200, 10.0), np.ones(200)]
+    repeated = np.vstack([np.repeat(X[:200], 10, axis=0), X[200:]])
+    kw = dict(n_components=1, structure="chow_liu", margins="none", random_state=0)
+    weighted = GaussianLatentTree(**kw).fit(X, sample_weight=w)
+    copies = GaussianLatentTree(**kw).fit(repeated)
+    assert weighted.tree_.edges == copies.tree_.edges
+    np.testing.assert_allclose(weighted.score_samples(X), copies.score_samples(X), atol=1e-6)
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        GaussianLatentTree(**kw).fit(X, sample_weight=-w)
+
+
+def test_free_parameters_count_identifiable_ones():
+    # hidden Chow-Liu tree over a chain of 4 columns: the two end hidden variables have
+    # two neighbours, so only the product of their edge correlations counts
+    chain = LatentTree([(0, 4), (1, 5), (2, 6), (3, 7), (4, 5), (5, 6), (6, 7)], n_observed=4)
+    assert n_free_parameters(chain, 1) == 4 * 3 + 4 - 1 - 2
+    assert n_free_parameters(balanced_binary_tree(8), 2) == 2 * (8 * 3 + 6 - 1) + 1

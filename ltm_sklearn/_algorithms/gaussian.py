@@ -391,11 +391,16 @@ def n_free_parameters(tree, n_components):
 
     Per component each observed node has a coefficient, an offset and a noise variance
     (the root: a mean and a variance); a standardised hidden variable keeps only its
-    coefficient (none at the root). The discrete root adds ``K - 1`` proportions.
+    coefficient (none at the root), and one of degree two not even that (only the product
+    of its two edge correlations is identifiable). The discrete root adds ``K - 1``
+    proportions.
     """
     d, n = tree.n_observed, tree.n_nodes
     # an observed root has a mean and a variance but no coefficient; a hidden root nothing
     per = 3 * d + (n - d) - 1
+    # a hidden variable with two neighbours leaves only the product of its two edge
+    # correlations identifiable
+    per -= sum(1 for h in tree.hidden_nodes if tree.degree(h) == 2)
     return n_components * per + n_components - 1
 
 
@@ -474,7 +479,7 @@ def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_
     sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     patterns = missing_patterns(X)
     if corr is None:
-        corr = pairwise_correlation(X)
+        corr = pairwise_correlation(X, sw)
     floor = np.full(tree.n_nodes, _HIDDEN_NOISE_FLOOR)
     floor[:d] = reg_covar
     start = moment_start(tree, corr)

@@ -126,7 +126,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     weights_ : ndarray of shape (n_components,)
         Proportions of the discrete root.
     params_ : GaussianTreeParameters
-        Coefficients per component, in standardised units.
+        Coefficients per component, in the units the tree models (the columns
+        standardised, mapped by their margins, standardised again).
     center_, scale_ : ndarray of shape (n_features,)
         The standardisation of the columns (before the transformation).
     lambdas_ : ndarray of shape (n_features,)
@@ -141,7 +142,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     converged_ : bool
     n_iter_ : int
     lower_bound_ : float
-        Mean log-likelihood per row of the training data (standardised units).
+        Mean log-likelihood per row of the training data in the units the tree models
+        (without the Jacobian of the margins and standardisations: not comparable with
+        ``score``).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined only when ``X`` has feature names that are all strings.
@@ -229,13 +232,13 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         return [str(names[i]) if names is not None else int(i) for i in idx]
 
     # ------------------------------------------------------------------ structure
-    def _structure(self, Z, method, labels):
+    def _structure(self, Z, method, labels, sw):
         d = Z.shape[1]
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(n) for n in names]
         if isinstance(method, LatentTree) or method not in GAUSSIAN_STRUCTURES:
             return LatentTree.coerce(method, d, feature_names=names, observed_leaves_only=False)
-        corrs, sizes = _cluster_correlations(Z, labels)
+        corrs, sizes = _cluster_correlations(Z, labels, sw)
         if method in ("chow_liu", "hclt", "grouped_hclt", "tree_mixture"):
             # Gaussian mutual information -log(1 - rho^2) / 2, averaged over the clusters
             info = sum(
@@ -260,6 +263,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             Numeric columns; NaN entries are missing values.
         y : ignored
         sample_weight : array-like of shape (n_samples,), default=None
+            Frequency weights (non-negative): a weight w counts as w copies of the row,
+            so BIC reads their sum as the number of rows.
 
         Returns
         -------
@@ -267,7 +272,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         """
         self._validate_params()
         X = self._validate_X(X, reset=True)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         keep = sw > 0
         if keep.sum() < 2:
             raise ValueError("GaussianLatentTree needs at least 2 rows of positive weight.")
@@ -388,7 +393,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                 np.nan_to_num(Z), sample_weight=sw
             )
         labels = starts.get(k)
-        tree = self._structure(Z, structure, labels)
+        tree = self._structure(Z, structure, labels, sw)
         params, trace, converged = fit_gaussian_tree(
             Z,
             tree,
@@ -565,21 +570,22 @@ def _is(value, name):
     return isinstance(value, str) and value == name
 
 
-def _cluster_correlations(Z, labels):
-    """Correlations of the columns within each k-means cluster, and the clusters' shares.
+def _cluster_correlations(Z, labels, sample_weight):
+    """Weighted correlations of the columns within each k-means cluster, and the clusters'
+    shares of the weight.
 
-    Clusters of fewer than ``d + 2`` rows join the overall estimate only (their
-    correlations are too noisy to add); without labels, the overall correlation.
+    Clusters of fewer than ``d + 2`` rows are left out (their correlations are too noisy
+    to add); without labels, or when every cluster is that small, the overall correlation.
     """
     if labels is None:
-        return [pairwise_correlation(Z)], [1.0]
+        return [pairwise_correlation(Z, sample_weight)], [1.0]
     corrs, sizes = [], []
     for c in np.unique(labels):
         rows = labels == c
         if rows.sum() >= Z.shape[1] + 2:
-            corrs.append(pairwise_correlation(Z[rows]))
-            sizes.append(float(rows.sum()))
+            corrs.append(pairwise_correlation(Z[rows], sample_weight[rows]))
+            sizes.append(float(sample_weight[rows].sum()))
     if not corrs:
-        return [pairwise_correlation(Z)], [1.0]
+        return [pairwise_correlation(Z, sample_weight)], [1.0]
     sizes = np.asarray(sizes) / np.sum(sizes)
     return corrs, list(sizes)

@@ -146,8 +146,10 @@ def gaussian_distance(X):
     return D
 
 
-def pairwise_correlation(X):
+def pairwise_correlation(X, sample_weight=None):
     """Pearson correlations, each from the rows in which both columns are observed.
+
+    ``sample_weight`` (frequency weights, default 1) weighs the rows.
 
     NaN marks a missing entry; infinite entries are refused. A pair observed together in
     fewer than two rows, or a column constant on those rows, gets correlation 0.
@@ -165,19 +167,22 @@ def pairwise_correlation(X):
     if np.isinf(X).any():
         raise ValueError("X holds infinite values; these metrics need finite data.")
     seen = (~np.isnan(X)).astype(float)
+    w = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     Z = np.where(seen > 0, X, 0.0)
     Z = Z - (Z.sum(0) / np.maximum(seen.sum(0), 1.0)) * seen  # centre for precision
-    n = seen.T @ seen
-    sx = Z.T @ seen  # (i, j): sum of X_i over the rows observing both
-    sxx = (Z * Z).T @ seen
-    sxy = Z.T @ Z
+    rows = seen.T @ seen  # rows observing both columns
+    seen_w = seen * w[:, None]
+    n = seen.T @ seen_w
+    sx = Z.T @ seen_w  # (i, j): weighted sum of X_i over the rows observing both
+    sxx = (Z * Z).T @ seen_w
+    sxy = Z.T @ (Z * w[:, None])
     with np.errstate(invalid="ignore", divide="ignore"):
         cov = sxy / n - (sx / n) * (sx.T / n)
         var_i = sxx / n - (sx / n) ** 2
         corr = cov / np.sqrt(var_i * var_i.T)
     # a column constant on the shared rows (up to rounding of its magnitude) has no correlation
     size = np.nan_to_num(np.nanmax(np.abs(X), axis=0, initial=0.0)) if X.size else np.zeros(0)
-    ok = (n >= 2) & (var_i > (1e-10 * size[:, None]) ** 2) & np.isfinite(corr)
+    ok = (rows >= 2) & (n > 0) & (var_i > (1e-10 * size[:, None]) ** 2) & np.isfinite(corr)
     ok &= ok.T
     corr = np.where(ok, np.clip(corr, -1.0, 1.0), 0.0)
     np.fill_diagonal(corr, 1.0)
