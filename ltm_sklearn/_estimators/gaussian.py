@@ -34,24 +34,14 @@ from .._algorithms.structure import (
     learn_tree,
     pairwise_correlation,
 )
+from .._algorithms.structure.learn import DISTANCE_METHODS
 from .._engine.tree import LatentTree
 from .base import check_frame_dtypes, target_index
 
 __all__ = ["GaussianLatentTree"]
 
 #: structures learned from the Gaussian metric or the Gaussian mutual information
-GAUSSIAN_STRUCTURES = (
-    "me",
-    "nj",
-    "rg",
-    "clrg",
-    "clnj",
-    "star",
-    "chow_liu",
-    "hclt",
-    "grouped_hclt",
-    "tree_mixture",
-)
+GAUSSIAN_STRUCTURES = (*DISTANCE_METHODS, "chow_liu", "hclt", "grouped_hclt", "tree_mixture")
 #: the candidates of ``structure="auto"``
 AUTO_STRUCTURES = ("chow_liu", "tree_mixture", "me", "hclt")
 #: largest number of components tried by ``n_components="auto"``
