@@ -211,9 +211,7 @@ def component_log_density(X, patterns, mean, cov, n_observed):
     for observed, rows in patterns:
         if not observed.any():
             continue
-        full = np.zeros(mean.shape[0], bool)
-        full[:n_observed] = observed
-        out[rows] = _gaussian_rows(X[rows][:, :n_observed], full[:n_observed], mean, cov)[3]
+        out[rows] = _gaussian_rows(X[rows], observed, mean, cov)[3]
     return out
 
 
@@ -258,7 +256,7 @@ def component_statistics(X, patterns, mean, cov, n_observed, resp):
         other = np.flatnonzero(~full)
         z = np.empty((len(rows), n))
         if observed.any():
-            obs, inv_chol, resid, _ = _gaussian_rows(X[rows][:, :n_observed], observed, mean, cov)
+            obs, inv_chol, resid, _ = _gaussian_rows(X[rows], observed, mean, cov)
             z[:, obs] = X[rows][:, obs]
             gain = inv_chol.T @ (inv_chol @ cov[np.ix_(obs, other)])  # S_OO^-1 S_OM
             z[:, other] = mean[other] + resid @ gain
