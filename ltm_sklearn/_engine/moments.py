@@ -467,6 +467,56 @@ class MomentEstimator:
         d = self.codes.shape[0]
         return self.pairs([(i, j) for i in range(d) for j in range(i + 1, d)])
 
+    def pair_tiles(self, tile=512):
+        """All pair tables, one tile of column pairs at a time (nothing cached).
+
+        For a tile of columns ``I`` and a later (or the same) tile ``J`` yields
+        ``(I, J, tables)``: ``tables[a, b]`` is ``P(X_I[a], X_J[b])`` padded with zeros to
+        ``m x m`` (``m`` the largest number of states), read from one weighted one-hot
+        Gram product of the two tiles. Memory holds two tiles of one-hot rows and one tile
+        of tables, whatever the number of columns (:meth:`all_pairs` keeps all
+        ``d (d - 1) / 2`` tables).
+
+        Parameters
+        ----------
+        tile : int, default=512
+            Columns per tile.
+
+        Yields
+        ------
+        I, J : slice
+        tables : ndarray of shape (len(I), len(J), m, m)
+        """
+        d = self.codes.shape[0]
+        m = int(self.n_states.max(initial=1))
+        w = self.sample_weight
+        n = self.n_samples
+        whole = np.all(w == np.round(w)) and w.max(initial=0.0) * n < 2.0**24
+        dtype = np.float32 if whole else float
+        tiles = [slice(a, min(a + tile, d)) for a in range(0, d, tile)]
+
+        def onehot(cols):
+            c = self.codes[cols]
+            observed = c >= 0
+            out = np.zeros((n, c.shape[0] * m), dtype=dtype)
+            rows, js = np.nonzero(observed.T)
+            out[rows, js * m + c.T[rows, js]] = 1.0
+            return out, observed.T.astype(dtype)
+
+        wd = w.astype(dtype)[:, None]
+        for t, I in enumerate(tiles):
+            hot_i, obs_i = onehot(I)
+            hot_i_w, obs_i_w = hot_i * wd, obs_i * wd
+            for J in tiles[t:]:
+                hot_j, obs_j = (hot_i, obs_i) if J == I else onehot(J)
+                counts = (hot_i_w.T @ hot_j).astype(float)
+                totals = (obs_i_w.T @ obs_j).astype(float)
+                a, b = I.stop - I.start, J.stop - J.start
+                tables = counts.reshape(a, m, b, m).transpose(0, 2, 1, 3)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    tables = tables / np.where(totals > 0, totals, np.inf)[:, :, None, None]
+                yield I, J, tables
+
     # -- projected higher-order moments
     def projected(self, requests):
         """Projected moments ``E[prod_m (B_m e_{x_{v_m}})]`` as tensors.

@@ -14,6 +14,8 @@ nearest to them (see :func:`_node_distance`).
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 from scipy.sparse.csgraph import minimum_spanning_tree
 
@@ -149,7 +151,7 @@ def _chow_liu_local(D, local, threshold, feature_names):
         adj += [set() for _ in range(sub.n_nodes - m)]
         for (u, v), w in zip(sub.edges, sub_len):
             _link(adj, length, ids[u], ids[v], w)
-        _merge_short_edges(adj, length, d, threshold)
+        _merge_short_edges(adj, length, d, threshold, set(ids))
     edges = [(u, v) for u in range(len(adj)) for v in adj[u] if u < v]
     used = sorted({u for e in edges for u in e} | set(range(d)))
     new_id = {u: t for t, u in enumerate(used)}
@@ -171,19 +173,25 @@ def _unlink(adj, length, u, v):
 
 def _side(adj, length, a, away, d):
     """Observed nodes ``o`` with ``a`` on the path from ``o`` to ``away``, nearest first,
-    with their path lengths to ``a`` (``a`` itself at 0 when it is observed)."""
+    with their path lengths to ``a`` (``a`` itself at 0 when it is observed).
+
+    A shortest-path walk from ``a`` that stops once ``_N_NEAREST`` observed nodes are
+    found and nothing left to visit is nearer (the cost grows with the neighbourhood
+    walked, not with the tree).
+    """
     found = []
-    dist = {a: 0.0}
-    stack = [a]
-    blocked = {away}
-    while stack:
-        u = stack.pop()
+    seen = {a, away}
+    heap = [(0.0, a)]
+    while heap:
+        dist, u = heapq.heappop(heap)
+        if len(found) >= _N_NEAREST and dist > found[_N_NEAREST - 1][0]:
+            break
         if u < d:
-            found.append((dist[u], u))
+            found.append((dist, u))
         for v in adj[u]:
-            if v not in dist and v not in blocked:
-                dist[v] = dist[u] + length[(min(u, v), max(u, v))]
-                stack.append(v)
+            if v not in seen:
+                seen.add(v)
+                heapq.heappush(heap, (dist + length[(min(u, v), max(u, v))], v))
     found.sort()
     return found[:_N_NEAREST]
 
@@ -256,11 +264,22 @@ def fit_edge_lengths(tree, D):
     return np.maximum(sol, 0.0)
 
 
-def _merge_short_edges(adj, length, d, threshold):
+def _merge_short_edges(adj, length, d, threshold, nodes):
     """Merge hidden nodes into observed neighbours closer than ``threshold``, shortest
-    edge first, until no such edge is left."""
+    edge first, until no such edge is left.
+
+    Only edges at ``nodes`` (those just linked) are looked at: every other edge was
+    checked when it was linked and has not changed since. A merge links the observed node
+    to the hidden node's other neighbours, so it joins ``nodes``.
+    """
     while True:
-        short = [(w, u, v) for (u, v), w in length.items() if w <= threshold and (u < d) != (v < d)]
+        short = [
+            (length[(min(u, v), max(u, v))], min(u, v), max(u, v))
+            for u in nodes
+            for v in adj[u]
+            if (u < d) != (v < d)
+        ]
+        short = [edge for edge in short if edge[0] <= threshold]
         if not short:
             return
         _, u, v = min(short)
@@ -272,3 +291,4 @@ def _merge_short_edges(adj, length, d, threshold):
                 _unlink(adj, length, hid, x)
                 _link(adj, length, obs, x, w_x + w)
         _unlink(adj, length, hid, obs)
+        nodes.add(obs)

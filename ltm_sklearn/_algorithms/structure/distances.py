@@ -39,6 +39,8 @@ def spectral_distance(moments, n_hidden_states):
     D = np.zeros((d, d))
     # log pdet_k diag P[X_i] for every k: cumulative sums of the sorted log marginals
     own = [np.cumsum(np.log(np.maximum(np.sort(p)[::-1], _TINY))) for p in singles]
+    if d * (d - 1) // 2 > _TILED_PAIRS and hasattr(moments, "pair_tiles"):
+        return _tiled_spectral_distance(moments, n_hidden_states, own)
     for keys, tables in _grouped_pairs(moments):
         k = min(n_hidden_states, *tables.shape[1:])
         s = np.linalg.svd(tables, compute_uv=False)[:, :k]  # batched over the pairs
@@ -46,6 +48,40 @@ def spectral_distance(moments, n_hidden_states):
         I, J = np.array(keys).T
         val += 0.5 * np.array([own[i][k - 1] + own[j][k - 1] for i, j in keys])
         D[I, J] = D[J, I] = np.maximum(val, 0.0)
+    return D
+
+
+#: above this many column pairs the spectral metric is read in tiles of the one-hot Gram
+#: matrix instead of from a cache of every pair table
+_TILED_PAIRS = 2**17
+
+
+def _tiled_spectral_distance(moments, n_hidden_states, own):
+    """:func:`spectral_distance` from :meth:`MomentEstimator.pair_tiles` (tables padded
+    to ``m x m``; a pair's ``k = min(k', n_i, n_j)`` largest singular values are kept, and
+    when ``k = m`` for every pair of a tile the product is ``|det|``)."""
+    n_states = np.asarray(moments.n_states, dtype=np.int64)
+    d = len(n_states)
+    m = int(n_states.max())
+    own_k = np.zeros((d, m))
+    for i, c in enumerate(own):
+        own_k[i, : len(c)] = c
+        own_k[i, len(c) :] = c[-1]
+    D = np.zeros((d, d))
+    for I, J, tables in moments.pair_tiles():
+        k = np.minimum(n_hidden_states, np.minimum.outer(n_states[I], n_states[J]))
+        if np.all(k == m):
+            _sign, val = np.linalg.slogdet(tables)
+            val = -np.maximum(val, m * np.log(_TINY))
+        else:
+            s = np.linalg.svd(tables, compute_uv=False)
+            keep = np.arange(m) < k[..., None]
+            val = -np.sum(np.where(keep, np.log(np.maximum(s, _TINY)), 0.0), axis=-1)
+        i, j = np.arange(I.start, I.stop), np.arange(J.start, J.stop)
+        val += 0.5 * (own_k[i[:, None], k - 1] + own_k[j[None, :], k - 1])
+        D[I, J] = np.maximum(val, 0.0)
+        D[J, I] = D[I, J].T
+    np.fill_diagonal(D, 0.0)
     return D
 
 

@@ -40,8 +40,8 @@ def neighbor_joining(D, feature_names=None):
     return LatentTree(edges, d, feature_names=feature_names)
 
 
-def _join(D):
-    """Neighbor joining on a compacted in-place matrix.
+def _join(D, V=None):
+    """Neighbor joining (or BIONJ with variances ``V``) on a compacted in-place matrix.
 
     The active nodes occupy ``A[:m, :m]``; a join writes the new node over row/column ``i``
     and moves the last active row/column into ``j``. The diagonal is held at +inf so the
@@ -51,12 +51,22 @@ def _join(D):
     traffic; it can only differ from float64 at near-ties, where both joins are equally
     supported), distances are updated in float64, and both are re-packed contiguously
     whenever the active block shrinks to 3/4 of the stored one.
+
+    With ``V``, the new node's distances are BIONJ's variance-weighted reduction
+    ``D_uk = l (D_ik - d_iu) + (1 - l)(D_jk - d_ju)`` with
+    ``l = 1/2 + sum_k (V_jk - V_ik) / (2 (m - 2) V_ij)`` clipped to [0, 1] and
+    ``V_uk = l V_ik + (1 - l) V_jk - l (1 - l) V_ij`` (Gascuel 1997; the sums over ``k``
+    are kept as row sums of ``V``); without, ``l = 1/2`` (neighbor joining).
     """
     d = D.shape[0]
     A = D.copy()
     np.fill_diagonal(A, np.inf)
     F = A.astype(np.float32)
     r = D.sum(axis=1)
+    if V is not None:
+        V = np.array(V, dtype=float)
+        np.fill_diagonal(V, 0.0)
+        rv = V.sum(axis=1)
     ids = np.arange(d)
     buf = np.empty_like(F)
     edges = []
@@ -66,6 +76,8 @@ def _join(D):
         while m > 3:
             if m < 0.75 * A.shape[0]:
                 A, F = A[:m, :m].copy(), F[:m, :m].copy()
+                if V is not None:
+                    V = V[:m, :m].copy()
                 buf = np.empty_like(F)
             act, fact = A[:m, :m], F[:m, :m]
             rs = r[:m] / (m - 2)
@@ -76,7 +88,22 @@ def _join(D):
             if i > j:
                 i, j = j, i
             dij = act[i, j]
-            new = 0.5 * (act[i] + act[j] - dij)
+            if V is None:
+                new = 0.5 * (act[i] + act[j] - dij)
+            else:
+                vact = V[:m, :m]
+                vij = vact[i, j]
+                lam = 0.5
+                if vij > 0:
+                    spread = (rv[j] - vij) - (rv[i] - vij)
+                    lam = float(np.clip(0.5 + spread / (2.0 * (m - 2) * vij), 0.0, 1.0))
+                d_iu = 0.5 * dij + (r[i] - r[j]) / (2.0 * (m - 2))
+                d_ju = dij - d_iu
+                new = np.maximum(lam * (act[i] - d_iu) + (1 - lam) * (act[j] - d_ju), 0.0)
+                new_v = np.maximum(lam * vact[i] + (1 - lam) * vact[j] - lam * (1 - lam) * vij, 0)
+                rv[:m] += new_v - vact[:, i] - vact[:, j]
+                new_v[i] = new_v[j] = 0.0
+                rv_new = new_v.sum()
             r[:m] += new - act[:, i] - act[:, j]
             new[i] = new[j] = 0.0
             r_new = new.sum()
@@ -86,15 +113,24 @@ def _join(D):
                 M[i, :] = new
                 M[:, i] = new
             r[i] = r_new
+            if V is not None:
+                vact[i, :] = new_v
+                vact[:, i] = new_v
+                rv[i] = rv_new
             ids[i] = nxt
             nxt += 1
             last = m - 1
             if j != last:
-                for M in (act, fact):
+                packed = [(act, np.inf), (fact, np.inf)]
+                if V is not None:
+                    packed.append((vact, 0.0))
+                for M, diagonal in packed:
                     M[j, :] = M[last, :]
                     M[:, j] = M[:, last]
-                    M[j, j] = np.inf
+                    M[j, j] = diagonal
                 r[j] = r[last]
+                if V is not None:
+                    rv[j] = rv[last]
                 ids[j] = ids[last]
             m -= 1
     edges += [(int(u), nxt) for u in ids[:3]]

@@ -46,6 +46,7 @@ import numpy as np
 
 from ..._engine.tree import LatentTree
 from .distances import check_distance_matrix
+from .nj import _join
 
 __all__ = [
     "bionj",
@@ -99,40 +100,8 @@ def bionj(D, V=None, feature_names=None):
     d = D.shape[0]
     if d <= 3:
         return LatentTree.star(d, feature_names=feature_names)
-    V = spectral_variance(D) if V is None else np.array(V, dtype=float)
-    D, V = D.copy(), V.copy()
-    active = list(range(d))
-    ids = list(range(d))
-    edges = []
-    nxt = d
-    while len(active) > 3:
-        r = len(active)
-        sub = D[np.ix_(active, active)]
-        rs = sub.sum(axis=1)
-        Q = (r - 2) * sub - rs[:, None] - rs[None, :]
-        np.fill_diagonal(Q, np.inf)
-        a, b = np.unravel_index(np.argmin(Q), Q.shape)
-        i, j = active[a], active[b]
-        others = [k for k in active if k not in (i, j)]
-        vij = V[i, j]
-        if vij > 0 and r > 2:
-            lam = 0.5 + np.sum(V[j, others] - V[i, others]) / (2.0 * (r - 2) * vij)
-            lam = float(np.clip(lam, 0.0, 1.0))
-        else:
-            lam = 0.5
-        d_iu = 0.5 * D[i, j] + (rs[a] - rs[b]) / (2.0 * (r - 2))
-        d_ju = D[i, j] - d_iu
-        new_d = lam * (D[i, others] - d_iu) + (1 - lam) * (D[j, others] - d_ju)
-        new_v = lam * V[i, others] + (1 - lam) * V[j, others] - lam * (1 - lam) * vij
-        # reuse slot i for the new node
-        D[i, others] = D[others, i] = np.maximum(new_d, 0.0)
-        V[i, others] = V[others, i] = np.maximum(new_v, 0.0)
-        edges += [(ids[i], nxt), (ids[j], nxt)]
-        ids[i] = nxt
-        nxt += 1
-        active.remove(j)
-    edges += [(ids[k], nxt) for k in active]
-    return LatentTree(edges, d, feature_names=feature_names)
+    V = spectral_variance(D) if V is None else V
+    return LatentTree(_join(D, V), d, feature_names=feature_names)
 
 
 def bme_length(tree, D):
@@ -146,15 +115,28 @@ def bme_length(tree, D):
 
 
 class _Subtrees:
-    """Directed subtrees of a binary tree and their balanced average distances.
+    """Directed subtrees of a binary tree and the balanced averages a move reads.
 
     Every edge ``(p, c)`` in both directions is a subtree (``c`` and everything beyond it
-    from ``p``); ``children[e]`` are the two subtrees below an internal head, ``-1`` for a
-    leaf. ``avg[e, f]`` is the balanced average distance between disjoint subtrees,
-    computed level by level (all subtrees of one height at once).
+    from ``p``). With the tree rooted at its first hidden node, the subtree of an edge
+    pointing away from the root ("down") holds a contiguous range of the leaves in
+    depth-first order, leaf ``i`` weighted ``2^-(depth_i - depth_c)``; two disjoint
+    subtrees never both point up (they would share the root). The table ``M[e, i]`` of
+    balanced average distances from leaf ``i`` to every subtree ``e`` takes one vector step
+    per level (children before parents, ``O(d)`` per subtree), and the average between two
+    disjoint subtrees is the weighted sum of ``M`` over the leaves of the down one (the
+    smaller when both are):
+
+        D_XY = sum_{i in X} 2^-(depth_i - depth_X) M[Y, i].
+
+    Memory is ``4 d x d`` floats (the dense table of all pairs of subtrees, ``16 d^2``,
+    needs 2 GB at 4,096 leaves), and only the pairs a move reads are summed.
     """
 
+    _CHUNK = 1 << 22  # leaf terms summed at once (bounds the temporary arrays)
+
     def __init__(self, adjacency, d, D):
+        n_nodes = len(adjacency)
         heads, tails, index = [], [], {}
         for p, nbrs in enumerate(adjacency):
             for c in nbrs:
@@ -162,75 +144,153 @@ class _Subtrees:
                 tails.append(p)
                 heads.append(c)
         n_edges = len(heads)
-        heads = np.asarray(heads)
+        # root at the first hidden node: parents, preorder, depths, leaf ranges
+        root = d
+        parent = np.full(n_nodes, -1)
+        depth = np.zeros(n_nodes, dtype=np.int64)
+        preorder, stack = [], [root]
+        while stack:
+            u = stack.pop()
+            preorder.append(u)
+            for c in adjacency[u]:
+                if c != parent[u]:
+                    parent[c] = u
+                    depth[c] = depth[u] + 1
+                    stack.append(c)
+        leaf_order = np.array([u for u in preorder if u < d])
+        position = np.empty(d, dtype=np.int64)
+        position[leaf_order] = np.arange(d)
+        lo = np.full(n_nodes, d)
+        hi = np.zeros(n_nodes, dtype=np.int64)
+        lo[:d], hi[:d] = position, position + 1
+        for u in reversed(preorder):  # children before parents
+            p = parent[u]
+            if p >= 0:
+                lo[p] = min(lo[p], lo[u])
+                hi[p] = max(hi[p], hi[u])
+        tails_a, heads_a = np.asarray(tails), np.asarray(heads)
+        down = parent[heads_a] == tails_a
         children = np.full((n_edges, 2), -1, dtype=np.int64)
         for e in range(n_edges):
             p, c = tails[e], heads[e]
             if c >= d:
                 children[e] = [index[(c, x)] for x in adjacency[c] if x != p]
-        # height of every subtree (0 for a leaf), then one vector step per height
-        height = np.where(children[:, 0] < 0, 0, -1)
-        while np.any(height < 0):
-            todo = np.flatnonzero(height < 0)
-            h = height[children[todo]]
-            ready = np.all(h >= 0, axis=1)
-            height[todo[ready]] = h[ready].max(axis=1) + 1
-        levels = [np.flatnonzero(height == t) for t in range(1, height.max() + 1)]
-        leaves = np.flatnonzero(height == 0)
-        # M[i, e]: balanced average distance from leaf i to subtree e
-        M = np.empty((d, n_edges))
-        M[:, leaves] = D[:, heads[leaves]]
+        # levels: down subtrees by height (postorder), then up subtrees by depth (preorder)
+        height = np.zeros(n_nodes, dtype=np.int64)
+        for u in reversed(preorder):
+            p = parent[u]
+            if p >= 0:
+                height[p] = max(height[p], height[u] + 1)
+        down_ids = np.flatnonzero(down & (heads_a >= d))
+        up_ids = np.flatnonzero(~down)
+        levels = _group(down_ids, height[heads_a[down_ids]])
+        levels += _group(up_ids, depth[tails_a[up_ids]])
+        M = np.empty((n_edges, d))
+        leaves = np.flatnonzero(heads_a < d)
+        M[leaves] = D[heads_a[leaves]]
         for level in levels:
-            M[:, level] = 0.5 * (M[:, children[level, 0]] + M[:, children[level, 1]])
-        avg = np.empty((n_edges, n_edges))
-        avg[leaves] = M[heads[leaves]]
-        for level in levels:
-            avg[level] = 0.5 * (avg[children[level, 0]] + avg[children[level, 1]])
-        self.index, self.avg, self.d = index, avg, d
+            M[level] = 0.5 * (M[children[level, 0]] + M[children[level, 1]])
+        self.index, self.d, self.M = index, d, M
+        self.down, self.leaf_order, self.leaf_depth = down, leaf_order, depth[leaf_order]
+        self.lo, self.hi, self.head_depth = lo[heads_a], hi[heads_a], depth[heads_a]
+        self.size = self.hi - self.lo
+
+    def averages(self, X, Y):
+        """Balanced average distances ``D_XY`` of disjoint subtree pairs (arrays of ids)."""
+        X, Y = np.asarray(X, dtype=np.int64), np.asarray(Y, dtype=np.int64)
+        if X.size == 0:
+            return np.zeros(0)
+        big = np.iinfo(np.int64).max
+        size_x = np.where(self.down[X], self.size[X], big)
+        size_y = np.where(self.down[Y], self.size[Y], big)
+        swap = size_y < size_x
+        X, Y = np.where(swap, Y, X), np.where(swap, X, Y)
+        n = self.size[X]
+        out = np.empty(len(X))
+        ends = np.cumsum(n)
+        start = 0
+        while start < len(X):
+            stop = int(np.searchsorted(ends, ends[start] - n[start] + self._CHUNK, "right"))
+            stop = max(stop, start + 1)
+            sl = slice(start, stop)
+            nn = n[sl]
+            pair = np.repeat(np.arange(stop - start), nn)
+            offset = np.arange(int(nn.sum())) - np.repeat(np.cumsum(nn) - nn, nn)
+            t = self.lo[X[sl]][pair] + offset
+            w = np.exp2(self.head_depth[X[sl]][pair] - self.leaf_depth[t])
+            values = self.M[Y[sl][pair], self.leaf_order[t]] * w
+            out[sl] = np.bincount(pair, weights=values, minlength=stop - start)
+            start = stop
+        return out
 
     def length(self, adjacency):
         """BME length as the sum of balanced edge lengths (Desper & Gascuel 2002):
         ``(D_AC + D_AD + D_BC + D_BD) / 4 - (D_AB + D_CD) / 2`` for an internal edge,
         ``(D_iB + D_iC - D_BC) / 2`` for the edge of leaf ``i``."""
-        avg, index, d = self.avg, self.index, self.d
-        total = 0.0
-        for u, nbrs in enumerate(adjacency):
+        index, d = self.index, self.d
+        leaf_edges, internal = [], []
+        for u in range(d, len(adjacency)):
+            nbrs = adjacency[u]
             for v in nbrs:
                 if v < d:  # the edge of leaf v (u is its internal neighbour)
                     b, c = [x for x in nbrs if x != v]
-                    i, B, C = index[(u, v)], index[(u, b)], index[(u, c)]
-                    total += 0.5 * (avg[i, B] + avg[i, C] - avg[B, C])
-                elif u >= d and u < v:
-                    a, b = [x for x in nbrs if x != v]
-                    c, e = [x for x in adjacency[v] if x != u]
-                    A, B = index[(u, a)], index[(u, b)]
-                    C, E = index[(v, c)], index[(v, e)]
-                    total += 0.25 * (avg[A, C] + avg[A, E] + avg[B, C] + avg[B, E])
-                    total -= 0.5 * (avg[A, B] + avg[C, E])
+                    leaf_edges.append((index[(u, v)], index[(u, b)], index[(u, c)]))
+                elif u < v:
+                    internal.append(_quartet(adjacency, index, u, v))
+        total = 0.0
+        if leaf_edges:
+            i, B, C = np.array(leaf_edges).T
+            total += 0.5 * np.sum(
+                self.averages(np.r_[i, i], np.r_[B, C]).reshape(2, -1).sum(0) - self.averages(B, C)
+            )
+        if internal:
+            A, B, C, E = np.array(internal).T
+            cross = self.averages(np.r_[A, A, B, B], np.r_[C, E, C, E])
+            same = self.averages(np.r_[A, C], np.r_[B, E])
+            total += 0.25 * cross.sum() - 0.5 * same.sum()
         return float(total)
+
+
+def _group(ids, keys):
+    """``ids`` split by ``keys``, in increasing key order."""
+    if ids.size == 0:
+        return []
+    order = np.argsort(keys, kind="stable")
+    ids, keys = ids[order], keys[order]
+    cuts = np.flatnonzero(np.diff(keys)) + 1
+    return np.split(ids, cuts)
+
+
+def _quartet(adjacency, index, u, v):
+    """Subtrees ``A, B`` at ``u`` and ``C, E`` at ``v`` around the internal edge ``(u, v)``."""
+    a, b = [x for x in adjacency[u] if x != v]
+    c, e = [x for x in adjacency[v] if x != u]
+    return index[(u, a)], index[(u, b)], index[(v, c)], index[(v, e)]
 
 
 def _adjacency(tree):
     return [list(nb) for nb in tree.neighbors]
 
 
-def _nni_gains(adjacency, d, sub):
-    """Every NNI of the tree with its length gain (positive: shorter)."""
+def _nni_gains(adjacency, d, sub, tol=-np.inf):
+    """Every NNI of the tree with its length gain (positive: shorter), above ``tol``."""
+    edges = [(u, v) for u in range(d, len(adjacency)) for v in adjacency[u] if v > u and v >= d]
+    if not edges:
+        return []
+    A, B, C, E = np.array([_quartet(adjacency, sub.index, u, v) for u, v in edges]).T
+    AB, CE, AC, BE, AE, BC = sub.averages(np.r_[A, C, A, B, A, B], np.r_[B, E, C, E, E, C]).reshape(
+        6, -1
+    )
+    current = AB + CE
     moves = []
-    avg, index = sub.avg, sub.index
-    for u in range(d, len(adjacency)):
-        for v in adjacency[u]:
-            if v <= u or v < d:
-                continue
-            a, b = [x for x in adjacency[u] if x != v]
-            c, e = [x for x in adjacency[v] if x != u]
-            A, B = index[(u, a)], index[(u, b)]
-            C, E = index[(v, c)], index[(v, e)]
-            current = avg[A, B] + avg[C, E]
-            # swap b <-> c (AC|BE) and b <-> e (AE|BC)
-            for other, alt in ((c, avg[A, C] + avg[B, E]), (e, avg[A, E] + avg[B, C])):
-                gain = 0.25 * (current - alt)
-                moves.append((gain, u, v, b, other))
+    # swap b <-> c (AC|BE) and b <-> e (AE|BC)
+    for alt, which in ((AC + BE, 0), (AE + BC, 1)):
+        gain = 0.25 * (current - alt)
+        for t in np.flatnonzero(gain > tol):
+            u, v = edges[t]
+            b = [x for x in adjacency[u] if x != v][1]
+            other = [x for x in adjacency[v] if x != u][which]
+            moves.append((float(gain[t]), u, v, b, other))
     return moves
 
 
@@ -267,37 +327,62 @@ def _spr_moves(adjacency, d, sub, radius=4):
         ``(gain, p, s, x, c, path)``: pruning the subtree ``s`` hanging at ``p`` and
         regrafting it onto the edge ``(x, c)`` shortens the tree by ``gain > 0``; ``path``
         holds the nodes walked from ``p`` to ``x``.
+
+    Notes
+    -----
+    The side ``Y`` of the regraft edge ``(c, z)`` is a weighted set of subtrees (the
+    sibling of ``z`` at weight 1/2, then the previous ``Y`` halved), so the gain
+    ``here - (D_SZ + D_SY - D_ZY) / 2`` is a weighted sum of subtree averages: the walk
+    lists the pairs first and all averages are summed in one batch.
     """
-    avg, index = sub.avg, sub.index
-    moves = []
+    index = sub.index
+    prunes = []  # (S, A, B) of every pruned subtree
+    moves = []  # (prune id, Z, p, s, c, z, path)
+    elem_move, elem_y, elem_w = [], [], []
     for p in range(d, len(adjacency)):
         for s in adjacency[p]:
             S = index[(p, s)]
             a, b = [x for x in adjacency[p] if x != s]
             A, B = index[(p, a)], index[(p, b)]
-            here = 0.5 * (avg[S, A] + avg[S, B] - avg[A, B])
+            prune = len(prunes)
+            prunes.append((S, A, B))
             for start, other in ((a, B), (b, A)):
-                # (x, c, Y's subtrees, their weights, D_SY, nodes walked): regrafts onto
-                # the edges below c, away from x
-                stack = [(p, start, [other], [1.0], avg[S, other], (p,))]
+                stack = [(p, start, (other,), (1.0,), (p,))]
                 while stack:
-                    x, c, y_idx, y_w, d_sy, path = stack.pop()
+                    x, c, y_idx, y_w, path = stack.pop()
                     if len(path) > radius or c < d:
                         continue
                     path = path + (c,)
                     kids = [z for z in adjacency[c] if z != x]
                     for z, sib in ((kids[0], kids[1]), (kids[1], kids[0])):
                         Z, Sib = index[(c, z)], index[(c, sib)]
-                        # Y of the edge (c, z): the sibling and the previous Y joined at c
-                        d_zy = 0.5 * (avg[Z, Sib] + avg[Z, y_idx] @ np.asarray(y_w))
-                        d_sy_z = 0.5 * (avg[S, Sib] + d_sy)
-                        gain = here - 0.5 * (avg[S, Z] + d_sy_z - d_zy)
-                        if gain > 0:
-                            moves.append((gain, p, s, c, z, path))
-                        y_w_z = [0.5] + [0.5 * v for v in y_w]
-                        stack.append((c, z, [Sib] + y_idx, y_w_z, d_sy_z, path))
-    moves.sort(reverse=True)
-    return moves
+                        y_z = (Sib,) + y_idx
+                        w_z = (0.5,) + tuple(0.5 * v for v in y_w)
+                        m = len(moves)
+                        moves.append((prune, Z, p, s, c, z, path))
+                        elem_move += [m] * len(y_z)
+                        elem_y += y_z
+                        elem_w += w_z
+                        stack.append((c, z, y_z, w_z, path))
+    if not moves:
+        return []
+    S, A, B = np.array(prunes).T
+    SA, SB, AB = sub.averages(np.r_[S, S, A], np.r_[A, B, B]).reshape(3, -1)
+    here = 0.5 * (SA + SB - AB)
+    prune = np.array([m[0] for m in moves])
+    Z = np.array([m[1] for m in moves])
+    elem_move = np.array(elem_move)
+    elem_y, elem_w = np.array(elem_y), np.array(elem_w)
+    Sm = S[prune]
+    SZ = sub.averages(Sm, Z)
+    SY, ZY = sub.averages(np.r_[Sm[elem_move], Z[elem_move]], np.r_[elem_y, elem_y]).reshape(2, -1)
+    n = len(moves)
+    d_sy = np.bincount(elem_move, weights=elem_w * SY, minlength=n)
+    d_zy = np.bincount(elem_move, weights=elem_w * ZY, minlength=n)
+    gain = here[prune] - 0.5 * (SZ + d_sy - d_zy)
+    found = [(float(gain[t]), *moves[t][2:]) for t in np.flatnonzero(gain > 0)]
+    found.sort(reverse=True)
+    return found
 
 
 def _apply_spr(adjacency, p, s, x, c):
@@ -370,7 +455,7 @@ def minimum_evolution_search(
     if verbose:
         print(f"minimum_evolution_search: {d} leaves, start length {length:.6f}")
     for round_ in range(max_rounds):
-        moves = [m for m in _nni_gains(adjacency, d, sub) if m[0] > tol]
+        moves = _nni_gains(adjacency, d, sub, tol)
         kind = "NNI"
         if moves:
             moves.sort(reverse=True)
