@@ -158,3 +158,74 @@ def test_binary_leaf_tree_keeps_the_splits():
     assert robinson_foulds(binary, truth) == 0
     with pytest.raises(ValueError, match="binary tree"):
         minimum_evolution_search(additive(truth, 4), LatentTree.star(20))
+
+
+def _brute_average(tree_adjacency, d, D, X, Y, index):
+    """Balanced average between the directed subtrees X and Y by listing their leaves."""
+    heads = {e: pc for pc, e in index.items()}
+
+    def leaves(e):
+        p, c = heads[e]
+        out, stack = [], [(p, c, 1.0)]
+        while stack:
+            p, c, w = stack.pop()
+            if c < d:
+                out.append((c, w))
+            else:
+                stack += [(c, x, w / 2) for x in tree_adjacency[c] if x != p]
+        return out
+
+    return sum(wi * wj * D[i, j] for i, wi in leaves(X) for j, wj in leaves(Y))
+
+
+@pytest.mark.parametrize("shape", ["random", "balanced", "caterpillar"])
+def test_subtree_averages_match_listing_the_leaves(shape):
+    d = 14
+    if shape == "random":
+        tree = random_binary_tree(d, random_state=3)
+    elif shape == "balanced":
+        tree = balanced_binary_tree(16)
+        d = 16
+    else:  # a chain of hidden nodes: subtrees up to d - 1 leaves deep
+        last = 2 * d - 3
+        edges = [(0, d), (1, d), (d - 2, last), (d - 1, last)]
+        edges += [(d + t, d + t + 1) for t in range(d - 3)]
+        edges += [(t + 1, d + t) for t in range(1, d - 3)]
+        tree = LatentTree(edges, d)
+    rng = np.random.RandomState(0)
+    D = rng.uniform(0.0, 2.0, (d, d))
+    D = D + D.T
+    np.fill_diagonal(D, 0.0)
+    adjacency = [list(nb) for nb in tree.neighbors]
+    sub = _Subtrees(adjacency, d, D)
+    # every disjoint pair: X = (p, c), Y = (q, r) with r and c on different sides
+    hops = tree.hop_distances()
+    X, Y = [], []
+    for (p, c), e in sub.index.items():
+        for (q, r), f in sub.index.items():
+            # disjoint iff the path c..r runs through p and q (the heads face away)
+            if hops[c, r] == hops[c, p] + hops[p, q] + hops[q, r] and e != f:
+                X.append(e)
+                Y.append(f)
+    values = sub.averages(X, Y)
+    brute = [_brute_average(adjacency, d, D, x, y, sub.index) for x, y in zip(X, Y)]
+    assert len(X) > 100
+    np.testing.assert_allclose(values, brute, rtol=1e-12, atol=1e-12)
+    sub._CHUNK = 7  # the pairs summed a few leaves at a time give the same numbers
+    np.testing.assert_allclose(sub.averages(X, Y), values, rtol=1e-12, atol=1e-13)
+    assert sub.length(adjacency) == pytest.approx(bme_length(tree, D), rel=1e-12)
+
+
+def test_bionj_with_equal_variances_is_neighbor_joining_and_recovers_additive_trees():
+    truth = random_binary_tree(40, random_state=5)
+    D = additive(truth, 5)
+    same = bionj(D, V=np.ones_like(D))
+    assert robinson_foulds(same, neighbor_joining(D)) == 0
+    assert robinson_foulds(bionj(D), truth) == 0
+    # noisy distances: the variance-weighted reductions still give a binary leaf tree
+    noisy = D + np.random.RandomState(0).uniform(0, 0.3, D.shape)
+    noisy = (noisy + noisy.T) / 2
+    np.fill_diagonal(noisy, 0.0)
+    tree = bionj(noisy)
+    assert all(tree.degree(u) == 1 for u in range(40))
+    assert all(tree.degree(h) == 3 for h in tree.hidden_nodes)

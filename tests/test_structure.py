@@ -231,3 +231,53 @@ def test_estimators_fit_learned_trees_with_observed_internal_nodes(structure):
     Xt = model.sample(2_000, random_state=2)
     gap = model.log_likelihood(Xt).mean() - est.score(Xt)
     assert abs(gap) < 0.05
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_spectral_distance_read_in_tiles_equals_the_cached_pair_tables(monkeypatch, k):
+    from ltm_sklearn._algorithms.structure import distances
+
+    rng = np.random.RandomState(0)
+    truth = LatentTreeModel.random(random_binary_tree(20, random_state=1), 2, 4, random_state=0)
+    X = truth.sample(2000, random_state=1)
+    X[:, :5] %= 3  # columns with fewer states: tables padded to 4 x 4
+    X[rng.rand(*X.shape) < 0.05] = -1  # missing entries: each pair from its own rows
+    n_states = np.where(np.arange(20) < 5, 3, 4)
+    w = rng.randint(1, 4, size=2000).astype(float)
+
+    def moments():
+        return MomentEstimator(X.T.astype(np.int16), n_states, sample_weight=w)
+
+    cached = distances.spectral_distance(moments(), k)
+    monkeypatch.setattr(distances, "_TILED_PAIRS", 10)
+    est = moments()
+    tiled = distances.spectral_distance(est, k)
+    assert not est._pairs  # nothing cached on the tiled path
+    np.testing.assert_allclose(tiled, cached, rtol=1e-9, atol=1e-9)
+    tiles = list(est.pair_tiles(tile=7))
+    assert len(tiles) == 6  # 3 tiles of columns, pairs of tiles with J >= I
+    I, J, tables = tiles[1]
+    np.testing.assert_allclose(tables[2, 3, :3, :4], moments().pair(I.start + 2, J.start + 3))
+
+
+def test_chow_liu_neighbourhood_walk_finds_the_nearest_observed_nodes():
+    from ltm_sklearn._algorithms.structure.chow_liu import _N_NEAREST, _side
+
+    rng = np.random.RandomState(2)
+    tree = random_binary_tree(30, random_state=2)
+    adj = [set(nb) for nb in tree.neighbors]
+    length = {(min(u, v), max(u, v)): rng.choice([0.0, 0.5, 1.0]) for u, v in tree.edges}
+    d = 30
+    for a in range(d, tree.n_nodes):
+        for away in adj[a]:
+            # every observed node on a's side, by a full walk
+            dist, stack, every = {a: 0.0}, [a], []
+            while stack:
+                u = stack.pop()
+                if u < d:
+                    every.append((dist[u], u))
+                for v in adj[u]:
+                    if v not in dist and v != away:
+                        dist[v] = dist[u] + length[(min(u, v), max(u, v))]
+                        stack.append(v)
+            assert _side(adj, length, a, away, d) == sorted(every)[:_N_NEAREST]
