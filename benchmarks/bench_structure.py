@@ -15,8 +15,12 @@
    the balanced tree) and general Markov models with k = 2 < n = 4. Exact recoveries of
    5 models, mean Robinson-Foulds distance and mean time ("-": not installed, or more
    than 10,000 rows for the external programs).
+4. At scale (``--part scale``): Jukes-Cantor random trees of 1,024 and 4,096 leaves,
+   10,000 rows, one model each: the minimum-evolution search (metric included) in a fresh
+   process with its peak memory, FastTree and IQ-TREE side by side (stopped after 20
+   minutes).
 
-    python benchmarks/bench_structure.py [--quick] [--part rf,speed,phylo]
+    python benchmarks/bench_structure.py [--quick] [--part rf,speed,phylo,scale]
 """
 
 from __future__ import annotations
@@ -124,7 +128,7 @@ def jukes_cantor_model(tree, lengths):
     return LatentTreeModel(tree, np.full(tree.n_nodes, 4), np.full(4, 0.25), cpts)
 
 
-def _external(tool, X, names):
+def _external(tool, X, names, timeout=None):
     """Tree of an external program from the columns of X as DNA sequences."""
     import os
     import shutil
@@ -149,6 +153,7 @@ def _external(tool, X, names):
                 capture_output=True,
                 text=True,
                 check=True,
+                timeout=timeout,
             ).stdout
         else:
             subprocess.run(
@@ -156,6 +161,7 @@ def _external(tool, X, names):
                 capture_output=True,
                 text=True,
                 check=True,
+                timeout=timeout,
             )
             with open(path + ".treefile") as fh:
                 out = fh.read()
@@ -257,6 +263,67 @@ def phylo_table(quick):
     return markdown_table(["case"] + PHYLO_METHODS, rows)
 
 
+def _search_in_fresh_process(X, d):
+    """Metric + minimum-evolution search; times and the process's peak memory (MB)."""
+    import resource
+
+    from ltm_sklearn._algorithms.structure import learn_tree, spectral_distance
+    from ltm_sklearn._engine.moments import MomentEstimator
+
+    t0 = time.perf_counter()
+    D = spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(d, 4)), 4)
+    t_metric = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    tree = learn_tree(D, "me", n_samples=X.shape[0])
+    t_search = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return tree.edges, t_metric, t_search, peak
+
+
+def scale_table(quick):
+    import subprocess
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from ltm_sklearn import LatentTree
+
+    rows = []
+    leaf_counts = [1024] if quick else [1024, 4096]
+    for n_leaves in leaf_counts:
+        truth = random_binary_tree(n_leaves, random_state=0)
+        rng = np.random.RandomState(0)
+        lengths = {e: rng.uniform(0.05, 0.3) for e in truth.edges}
+        X = jukes_cantor_model(truth, lengths).sample(10_000, random_state=100)
+        names = [f"t{j}" for j in range(n_leaves)]
+        with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
+            edges, t_metric, t_search, peak = pool.submit(
+                _search_in_fresh_process, X, n_leaves
+            ).result()
+        ours = LatentTree(edges, n_leaves)
+        row = [
+            f"{n_leaves:,}",
+            f"RF {robinson_foulds(truth, ours)} ({t_metric + t_search:.0f} s: metric "
+            f"{t_metric:.0f} s, search {t_search:.0f} s; peak {peak:,.0f} MB)",
+        ]
+        for tool in ("FastTree", "iqtree2"):
+            if n_leaves < 4096:
+                row.append("see the phylogenetics table")
+                continue
+            try:
+                tree, t = _external(tool, X, names, timeout=1200)
+            except subprocess.TimeoutExpired:
+                row.append("not finished in 20 min")
+                continue
+            row.append(
+                "not installed"
+                if tree is None
+                else f"RF {robinson_foulds(truth, tree)} ({t:.0f} s)"
+            )
+        print(row, flush=True)
+        rows.append(row)
+    return markdown_table(["leaves", "me (ours)", "FastTree", "IQ-TREE"], rows)
+
+
 def main(quick=False, parts=("rf", "speed", "phylo")):
     sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
     n_models = 2 if quick else 5
@@ -280,6 +347,11 @@ def main(quick=False, parts=("rf", "speed", "phylo")):
         text.append(
             "## Against phylogenetics: exact recoveries of 5 models, mean RF (mean seconds)"
             "\n\n" + phylo_table(quick)
+        )
+    if "scale" in parts:
+        text.append(
+            "## At scale: Jukes-Cantor random trees, 10,000 rows, one model (RF to the "
+            "truth, seconds)\n\n" + scale_table(quick)
         )
     name = "bench_structure" + (
         "" if set(parts) >= {"rf", "speed", "phylo"} else "_" + "_".join(parts)

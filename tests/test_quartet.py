@@ -150,3 +150,63 @@ def test_parameter_methods_and_structure_option():
     for cls in (SpectralLatentTree, HierarchicalTensorLTM):
         est = cls(2, structure="quartet").fit(X)
         assert robinson_foulds(est.tree_, model.tree) == 0
+
+
+def test_quartet_interchanges_return_to_the_truth_and_keep_it():
+    from ltm_sklearn._algorithms.structure.quartet import _edges, _quartet_interchanges
+
+    truth = random_binary_tree(12, random_state=3)
+    model = LatentTreeModel.random(truth, 2, 3, random_state=3)
+    d = 12
+
+    def refined(adj):
+        # votes of build_tree_quartets on the exact 4-way marginals
+        def vote(x, groups):
+            total = np.zeros(3)
+            for quartet in itertools.product(np.atleast_1d(x), *groups):
+                total += quartet_test(model.marginal(quartet), rank=2).nuclear_norms
+            return int(np.argmin(total))
+
+        _quartet_interchanges(adj, d, vote, 2)
+        return LatentTree(sorted(_edges(adj)), d)
+
+    adj = {u: set(nb) for u, nb in enumerate(truth.neighbors)}
+    assert robinson_foulds(refined(adj), truth) == 0
+    # one interchange away from the truth, on every internal edge in turn
+    for u, v in truth.edges:
+        if u < d or v < d:
+            continue
+        adj = {w: set(nb) for w, nb in enumerate(truth.neighbors)}
+        b = max(x for x in adj[u] if x != v)
+        c = max(x for x in adj[v] if x != u)
+        for x, y, old, new in ((u, b, u, v), (v, c, v, u)):
+            adj[x].discard(y)
+            adj[y].discard(old)
+            adj[new].add(y)
+            adj[y].add(new)
+        moved = LatentTree(sorted(_edges(adj)), d)
+        assert robinson_foulds(moved, truth) == 2
+        assert robinson_foulds(refined(adj), truth) == 0
+
+
+def test_refined_quartet_trees_recover_balanced_and_random_trees():
+    # 10,000 rows, 5 models each (bench_quartet): the interchanges after the insertions
+    # take balanced 16-leaf trees from 2/5 to 4/5 exact, random ones stay at 5/5
+    from ltm_sklearn._algorithms.structure.quartet import learn_tree_quartets
+
+    exact = {"balanced": [0, 0], "random": [0, 0]}
+    for kind in exact:
+        for seed in range(5):
+            tree = (
+                balanced_binary_tree(16)
+                if kind == "balanced"
+                else random_binary_tree(16, random_state=seed)
+            )
+            model = LatentTreeModel.random(tree, 2, 4, noise=0.3, random_state=seed)
+            X = model.sample(10_000, random_state=seed + 10)
+            moments = MomentEstimator(X.T.astype(np.int16), np.full(16, 4))
+            for t, refine in enumerate((False, True)):
+                learned, _ = learn_tree_quartets(moments, 2, refine=refine)
+                exact[kind][t] += robinson_foulds(learned, tree) == 0
+    assert exact["balanced"][1] >= 4 and exact["balanced"][0] <= 2
+    assert exact["random"] == [5, 5]

@@ -203,6 +203,7 @@ def build_tree_quartets(
     feature_names=None,
     distances=None,
     radius=None,
+    refine=False,
 ):
     """Latent tree by quartet-guided leaf insertion (papers/001 Algorithm 2).
 
@@ -233,6 +234,13 @@ def build_tree_quartets(
         ``radius`` hops of the nearest inserted column instead of the whole tree.
     radius : int, default=None
         See ``distances`` (at least 2). ``None``: the whole tree (Algorithm 2).
+    refine : bool, default=False
+        After the insertions, revisit every internal edge: the quartets of the nearest
+        leaves of its four subtrees ``A, B | C, E`` vote among the three ways of joining
+        them (the edge as built and its two nearest-neighbour interchanges) and the
+        winner is applied, in sweeps until no edge changes. A leaf placed early is tested
+        only against the few leaves then inserted; the sweep re-tests every split against
+        the final tree's nearest leaves.
 
     Returns
     -------
@@ -263,10 +271,11 @@ def build_tree_quartets(
         adj.setdefault(v, set()).add(u)
 
     def vote(x, groups):
-        """Index of the group that pairs with ``x``, from the summed quartet scores."""
+        """Index of the group that pairs with ``x`` (a column, or several whose quartets
+        all vote), from the summed quartet scores."""
         total = np.zeros(3)
-        for triple in itertools.product(*groups):
-            res = quartet_test(quartet_table((x, *triple)), rank=rank, tol=tol)
+        for quartet in itertools.product(np.atleast_1d(x), *groups):
+            res = quartet_test(quartet_table(quartet), rank=rank, tol=tol)
             counter["tests"] += 1
             counter["undecidable"] += not res.decidable
             total += res.nuclear_norms
@@ -309,12 +318,51 @@ def build_tree_quartets(
         connect(next_hidden, x)
         next_hidden += 1
 
+    if refine:
+        _quartet_interchanges(adj, d, vote, n_representatives)
     tree = LatentTree(sorted(_edges(adj)), d, feature_names=feature_names)
     info = QuartetTreeInfo(counter["tests"], counter["min_margin"], counter["undecidable"])
     return tree, info
 
 
-def learn_tree_quartets(moments, rank, n_representatives=3, feature_names=None):
+def _quartet_interchanges(adj, d, vote, n_representatives, max_sweeps=None):
+    """Nearest-neighbour interchanges decided by quartet votes (see ``refine`` of
+    :func:`build_tree_quartets`); edges whose four subtrees' leaves pair differently
+    from the tree are swapped, in sweeps over the internal edges until none changes
+    (at most ``max_sweeps``, default the number of columns: a vote can flip back)."""
+    max_sweeps = d if max_sweeps is None else int(max_sweeps)
+    moved = False
+    for _ in range(max_sweeps):
+        changed = False
+        for u, v in sorted(_edges(adj)):
+            if u < d or v < d or v not in adj[u]:
+                continue
+            a, b = sorted(x for x in adj[u] if x != v)
+            c, e = sorted(x for x in adj[v] if x != u)
+            groups = [
+                _nearest_leaves(adj, u, a, d, n_representatives),
+                _nearest_leaves(adj, u, b, d, n_representatives),
+                _nearest_leaves(adj, v, c, d, n_representatives),
+                _nearest_leaves(adj, v, e, d, n_representatives),
+            ]
+            # the first leaf of A against B, C, E: split 0 keeps AB|CE, 1 gives AC|BE
+            # (swap b, c), 2 gives AE|BC (swap b, e); all of A's representatives vote
+            split = vote(groups[0], groups[1:])
+            if split == 0:
+                continue
+            other = c if split == 1 else e
+            for x, y, old, new in ((u, b, u, v), (v, other, v, u)):
+                adj[x].discard(y)
+                adj[y].discard(old)
+                adj[new].add(y)
+                adj[y].add(new)
+            changed = moved = True
+        if not changed:
+            break
+    return moved
+
+
+def learn_tree_quartets(moments, rank, n_representatives=3, feature_names=None, refine=True):
     """Quartet-based structure from a :class:`MomentEstimator` (what ``structure="quartet"``
     runs): normalised 4-way moments projected to ``rank``, scores beyond rank ``rank``,
     leaves inserted in :func:`insertion_order` of the spectral tree metric, each searched
@@ -347,6 +395,7 @@ def learn_tree_quartets(moments, rank, n_representatives=3, feature_names=None):
         feature_names=feature_names,
         distances=D,
         radius=_RADIUS,
+        refine=refine,
     )
 
 
