@@ -15,12 +15,16 @@
    the balanced tree) and general Markov models with k = 2 < n = 4. Exact recoveries of
    5 models, mean Robinson-Foulds distance and mean time ("-": not installed, or more
    than 10,000 rows for the external programs).
-4. At scale (``--part scale``): Jukes-Cantor random trees of 1,024 and 4,096 leaves,
+4. Defaults (``--part auto``): ``SpectralLatentTree()`` - ``structure="auto"``, the
+   held-out choice among the search, CLNJ, hidden Chow-Liu trees, Chow-Liu and a star -
+   on general Markov trees (balanced / random 16 leaves at 1e4 rows, random 32 at 1e5),
+   exact recoveries next to ``structure="me"``.
+5. At scale (``--part scale``): Jukes-Cantor random trees of 1,024 and 4,096 leaves,
    10,000 rows, one model each: the minimum-evolution search (metric included) in a fresh
    process with its peak memory, FastTree and IQ-TREE side by side (stopped after 20
    minutes).
 
-    python benchmarks/bench_structure.py [--quick] [--part rf,speed,phylo,scale]
+    python benchmarks/bench_structure.py [--quick] [--part rf,speed,phylo,scale,auto]
 """
 
 from __future__ import annotations
@@ -324,6 +328,45 @@ def scale_table(quick):
     return markdown_table(["leaves", "me (ours)", "FastTree", "IQ-TREE"], rows)
 
 
+def auto_table(quick):
+    """Defaults (``structure="auto"``) against ``structure="me"`` on general Markov trees."""
+    cases = [("balanced16", 16, 10_000), ("random16", 16, 10_000), ("random32", 32, 100_000)]
+    n_models = 2 if quick else 5
+    rows = []
+    for label, n_leaves, n_rows in cases:
+        if quick and n_rows > 10_000:
+            continue
+        chosen, rf_auto, rf_me, secs = [], [], [], []
+        for seed in range(n_models):
+            truth = (
+                balanced_binary_tree(n_leaves)
+                if label.startswith("balanced")
+                else random_binary_tree(n_leaves, random_state=seed)
+            )
+            model = LatentTreeModel.random(truth, 2, 4, noise=0.3, random_state=seed)
+            X = model.sample(n_rows, random_state=seed + 100)
+            est, t = timed(SpectralLatentTree(random_state=0).fit, X)
+            chosen.append(est.structure_)
+            rf_auto.append(robinson_foulds(truth, est.tree_))
+            secs.append(t)
+            me = SpectralLatentTree(structure="me", random_state=0).fit(X)
+            rf_me.append(robinson_foulds(truth, me.tree_))
+        rows.append(
+            [
+                f"{label}, {n_rows:,} rows",
+                f"{sum(r == 0 for r in rf_auto)}/{n_models} (RF {' '.join(map(str, rf_auto))})",
+                " ".join(chosen),
+                f"{sum(r == 0 for r in rf_me)}/{n_models}",
+                f"{np.median(secs):.1f}",
+            ]
+        )
+        print(rows[-1], flush=True)
+    return markdown_table(
+        ["truth (k = 2, n = 4, noise 0.3)", "defaults: exact", "chosen", "me: exact", "s"],
+        rows,
+    )
+
+
 def main(quick=False, parts=("rf", "speed", "phylo")):
     sizes = [1_000, 10_000] if quick else [1_000, 10_000, 100_000]
     n_models = 2 if quick else 5
@@ -347,6 +390,11 @@ def main(quick=False, parts=("rf", "speed", "phylo")):
         text.append(
             "## Against phylogenetics: exact recoveries of 5 models, mean RF (mean seconds)"
             "\n\n" + phylo_table(quick)
+        )
+    if "auto" in parts:
+        text.append(
+            '## Defaults keep the latent tree: `SpectralLatentTree()` (structure="auto") '
+            "against the search alone\n\n" + auto_table(quick)
         )
     if "scale" in parts:
         text.append(

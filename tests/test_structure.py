@@ -281,3 +281,14 @@ def test_chow_liu_neighbourhood_walk_finds_the_nearest_observed_nodes():
                         dist[v] = dist[u] + length[(min(u, v), max(u, v))]
                         stack.append(v)
             assert _side(adj, length, a, away, d) == sorted(every)[:_N_NEAREST]
+
+
+def test_default_structure_keeps_the_latent_tree():
+    # general Markov balanced 16-leaf tree, 10,000 rows: the defaults (structure="auto")
+    # choose the latent tree the search finds (bench_structure --part auto: 5/5 models)
+    truth = balanced_binary_tree(16)
+    model = LatentTreeModel.random(truth, 2, 4, noise=0.3, random_state=1)
+    X = model.sample(10_000, random_state=101)
+    est = SpectralLatentTree(random_state=0).fit(X)
+    assert robinson_foulds(est.tree_, truth) == 0
+    assert est.structure_ in ("me", "clnj")
