@@ -325,12 +325,17 @@ def build_tree_quartets(
     return tree, info
 
 
+#: most sweeps of quartet interchanges after the insertions
+_MAX_SWEEPS = 10
+
+
 def _quartet_interchanges(adj, d, vote, n_representatives, max_sweeps=None):
     """Nearest-neighbour interchanges decided by quartet votes (see ``refine`` of
     :func:`build_tree_quartets`); edges whose four subtrees' leaves pair differently
     from the tree are swapped, in sweeps over the internal edges until none changes
-    (at most ``max_sweeps``, default the number of columns: a vote can flip back)."""
-    max_sweeps = d if max_sweeps is None else int(max_sweeps)
+    (at most ``max_sweeps``: with few rows noisy votes can flip an edge back and forth;
+    at 10,000 rows and more the sweeps settle in a few)."""
+    max_sweeps = _MAX_SWEEPS if max_sweeps is None else int(max_sweeps)
     moved = False
     for _ in range(max_sweeps):
         changed = False
