@@ -7,6 +7,7 @@ from ._algorithms.structure import (
     bionj,
     bme_length,
     build_tree_quartets,
+    censored_residual,
     chow_liu,
     chow_liu_tree,
     clnj,
@@ -57,4 +58,5 @@ __all__ = [
     "minimum_evolution_search",
     "spectral_variance",
     "binary_leaf_tree",
+    "censored_residual",
 ]

@@ -14,6 +14,7 @@ from .learn import STRUCTURE_METHODS, learn_tree, sample_threshold
 from .nj import neighbor_joining
 from .quartet import build_tree_quartets, learn_tree_quartets, quartet_tables, quartet_test
 from .rg import recursive_grouping
+from .saturation import censored_residual
 from .search import binary_leaf_tree, bionj, bme_length, minimum_evolution_search, spectral_variance
 
 __all__ = [
@@ -42,5 +43,6 @@ __all__ = [
     "bme_length",
     "minimum_evolution_search",
     "spectral_variance",
+    "censored_residual",
     "binary_leaf_tree",
 ]

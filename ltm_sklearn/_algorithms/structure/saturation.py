@@ -1,0 +1,119 @@
+"""Comparing trees without trusting saturated distances.
+
+An information distance estimated from ``N`` rows has a standard error of about
+``exp(d) / sqrt(N)`` (delta method, :func:`~ltm_sklearn.structure.spectral_variance`);
+once that error is of the order of the signal the estimate stops growing with the true
+distance and sits at a floor near ``0.5 log N`` whatever the truth (measured on the
+general Markov trees of ``bench_structure.py``: the estimate reads about 5.2 at 1e5 rows
+where the true distance is 6 to 15). A long estimated distance is then not a noisy value
+but a *lower bound*: censored data. Balanced minimum evolution still sums such distances,
+and on random trees with weak edges it prefers wrong trees.
+
+:func:`censored_residual` scores a tree by weighted least squares on the reliable
+distances and one-sided squares on the censored ones (a tree path may exceed a censored
+distance freely, it is penalised only for being shorter):
+
+    R(T) = min_{l >= 0} sum_{reliable} w_ij (t_ij - D_ij)^2
+                      + sum_{censored} w_ij min(0, t_ij - D_ij)^2,
+
+with ``t_ij`` the path length of ``T`` under edge lengths ``l``, ``w_ij = N exp(-2 D_ij)``
+(inverse variances, capped at the censoring level) and ``D_ij`` censored when
+``D_ij > 0.5 log N - delta``. :func:`~ltm_sklearn.structure.learn_tree` with ``"me"``
+keeps the searched tree unless the Chow-Liu neighbor-joining tree - built from short
+distances only - has a residual smaller by more than one (``_MARGIN``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.sparse.csgraph import dijkstra
+
+__all__ = ["censored_residual", "saturation_level"]
+
+#: distances above ``0.5 log N - _DELTA`` are censored (their standard error exceeds
+#: ``exp(-_DELTA)``); chosen on the sweep of bench_structure.py (1.5: 7, 1.75: 3-4,
+#: 2.0: 4-5 cells over ten seeds where the search trails NJ / CLNJ)
+_DELTA = 1.75
+
+
+def saturation_level(n_samples, delta=_DELTA):
+    """Estimated distances above this are lower bounds: ``0.5 log N - delta``."""
+    return 0.5 * np.log(max(float(n_samples), 1.0)) - delta
+
+
+def censored_residual(tree, D, n_samples, delta=_DELTA):
+    """Weighted least-squares misfit of ``tree`` to ``D`` with saturated distances censored.
+
+    Parameters
+    ----------
+    tree : LatentTree
+    D : ndarray of shape (d, d)
+        Estimated distances between the observed variables.
+    n_samples : int
+        Rows behind ``D`` (sets the censoring level and the weights).
+    delta : float, default=1.75
+
+    Returns
+    -------
+    float
+        ``R(T)`` of the module docstring (non-negative edge lengths fitted by L-BFGS-B).
+        Censored pairs enter only when the fitted tree makes them too short: the fit
+        starts from the reliable pairs and adds the violated censored ones until none
+        is left (exact, and ``O(d m)`` pairs for sensible trees).
+    """
+    D = np.asarray(D, dtype=float)
+    d, parent, m = tree.n_observed, tree.parent, tree.n_nodes
+    level = saturation_level(n_samples, delta)
+    rows_i, cols_e = [], []  # observed i and the edges (u, parent u) above it
+    for i in range(d):
+        u = i
+        while parent[u] >= 0:
+            rows_i.append(i)
+            cols_e.append(u)
+            u = parent[u]
+    above = sp.csr_matrix((np.ones(len(rows_i)), (rows_i, cols_e)), shape=(d, m))
+    child = np.flatnonzero(parent >= 0)
+    upper = np.triu(np.ones((d, d), dtype=bool), 1)
+    censored, used = (D > level) & upper, (D <= level) & upper
+    bounds = [(0.0, 0.0) if u == tree.root else (0.0, None) for u in range(m)]
+    lengths = np.zeros(m)
+    value = 0.0
+    for _ in range(d * d):
+        I, J = np.nonzero(used)
+        # path incidence: edges above i or above j, not both
+        A = (above[I] + above[J] - 2 * above[I].multiply(above[J])).tocsr()
+        y, one_sided = D[I, J], censored[I, J]
+        w = float(n_samples) * np.exp(-2.0 * np.minimum(y, level))
+
+        def objective(x, A=A, y=y, one_sided=one_sided, w=w):
+            r = A @ x - y
+            r[one_sided] = np.minimum(r[one_sided], 0.0)
+            wr = w * r
+            return float(r @ wr), 2.0 * (A.T @ wr)
+
+        res = minimize(
+            objective,
+            lengths,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": 20_000, "maxcor": 20, "ftol": 1e-14, "gtol": 1e-10},
+        )
+        lengths, value = res.x, float(res.fun)
+        # edges on no used path are free: long, so they shorten no censored pair
+        free = (np.asarray(abs(A).sum(axis=0)).ravel() == 0) & (parent >= 0)
+        lengths[free] = D.max()
+        G = sp.coo_matrix((lengths[child] + 1e-300, (child, parent[child])), shape=(m, m))
+        paths = np.vstack(
+            [
+                dijkstra(G.tocsr(), directed=False, indices=np.arange(s, min(s + 512, d)))[:, :d]
+                for s in range(0, d, 512)
+            ]
+        )
+        violated = censored & ~used & (paths < D - 1e-9)
+        if not violated.any():
+            break
+        used |= violated
+    return value
