@@ -101,8 +101,9 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, 
     if method == "me":
         # the search from both starts (BIONJ; Chow-Liu neighbor joining, made binary),
         # the shorter tree under balanced minimum evolution wins
+        local = clnj(D, threshold=threshold)
         found = Parallel(n_jobs=n_jobs)(
-            delayed(_search_from)(D, start, threshold, verbose) for start in ("bionj", "clnj")
+            delayed(_search_from)(D, start, local, verbose) for start in ("bionj", "clnj")
         )
         best = min(found, key=lambda tree: bme_length(tree, D))
         if verbose:
@@ -111,7 +112,6 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, 
         if n_samples is not None and d <= _CENSORED_CHECK_MAX:
             # balanced minimum evolution sums saturated distances; the CLNJ tree (short
             # distances only) wins when it fits the data with them censored clearly better
-            local = clnj(D, threshold=threshold)
             r_best = censored_residual(best, D, n_samples)
             r_local = censored_residual(local, D, n_samples)
             if verbose:
@@ -123,12 +123,9 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, 
     return fn(D, threshold=threshold, feature_names=feature_names)
 
 
-def _search_from(D, start, threshold, verbose):
-    """The minimum-evolution search from one start ("bionj" or "clnj")."""
-    if start == "bionj":
-        tree = bionj(D)
-    else:
-        tree = binary_leaf_tree(clnj(D, threshold=threshold))
+def _search_from(D, start, clnj_tree, verbose):
+    """The minimum-evolution search from one start ("bionj", or "clnj": ``clnj_tree``)."""
+    tree = bionj(D) if start == "bionj" else binary_leaf_tree(clnj_tree)
     if verbose:
         print(f"minimum evolution: search from {start}")
     return minimum_evolution_search(D, tree, verbose=verbose)

@@ -163,11 +163,13 @@ class _Subtrees:
         lo = np.full(n_nodes, d)
         hi = np.zeros(n_nodes, dtype=np.int64)
         lo[:d], hi[:d] = position, position + 1
+        height = np.zeros(n_nodes, dtype=np.int64)
         for u in reversed(preorder):  # children before parents
             p = parent[u]
             if p >= 0:
                 lo[p] = min(lo[p], lo[u])
                 hi[p] = max(hi[p], hi[u])
+                height[p] = max(height[p], height[u] + 1)
         tails_a, heads_a = np.asarray(tails), np.asarray(heads)
         down = parent[heads_a] == tails_a
         children = np.full((n_edges, 2), -1, dtype=np.int64)
@@ -176,11 +178,6 @@ class _Subtrees:
             if c >= d:
                 children[e] = [index[(c, x)] for x in adjacency[c] if x != p]
         # levels: down subtrees by height (postorder), then up subtrees by depth (preorder)
-        height = np.zeros(n_nodes, dtype=np.int64)
-        for u in reversed(preorder):
-            p = parent[u]
-            if p >= 0:
-                height[p] = max(height[p], height[u] + 1)
         down_ids = np.flatnonzero(down & (heads_a >= d))
         up_ids = np.flatnonzero(~down)
         levels = _group(down_ids, height[heads_a[down_ids]])
