@@ -161,6 +161,43 @@ def test_classifier_auto_is_never_worse_than_k_equal_one_where_that_is_better():
     assert log_loss(auto) <= log_loss(one) + 0.005
 
 
+def test_classifier_auto_chooses_naive_bayes_or_a_latent_tree_by_cross_validated_log_loss():
+    """Few rows, columns independent given the class: the independence candidate wins and
+    the classifier is CategoricalNB (add-one smoothing) to rounding. Columns that depend
+    on each other within a class (a latent tree per class): a latent candidate wins and
+    beats naive Bayes on held-out log-loss."""
+    from sklearn.naive_bayes import CategoricalNB
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 200)
+    X = (rng.random((200, 6)) < np.where(y[:, None] == 1, 0.65, 0.35)).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+    assert clf.class_params_ == {"structure": "star", "n_hidden_states": 1, "alpha": 1.0}
+    assert clf.independence_score_ <= min(clf.n_hidden_states_scores_.values())
+    nb = CategoricalNB(alpha=1.0, min_categories=2).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), nb.predict_proba(X), atol=1e-10)
+
+    tree = balanced_binary_tree(8)
+    models = [LatentTreeModel.random(tree, 2, 3, noise=0.3, random_state=s) for s in (0, 1)]
+    X = np.vstack([m.sample(1500, random_state=s) for s, m in enumerate(models)])
+    y = np.repeat([0, 1], 1500)
+    X_test = np.vstack([m.sample(2000, random_state=10 + s) for s, m in enumerate(models)])
+    y_test = np.repeat([0, 1], 2000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+    assert clf.class_params_.get("structure") != "star"
+    assert clf.independence_score_ > min(clf.n_hidden_states_scores_.values())
+    nb = CategoricalNB(alpha=1.0).fit(X, y)
+
+    def loss(proba):
+        return -np.mean(np.log(proba[np.arange(len(y_test)), y_test]))
+
+    assert loss(clf.predict_proba(X_test)) < loss(nb.predict_proba(X_test)) - 0.01
+
+
 def test_classifier_auto_keeps_tiny_classes_in_training_and_refuses_too_few_rows():
     X = np.random.default_rng(0).integers(0, 2, (40, 4))
     y = np.r_[np.zeros(37), np.ones(3)]
