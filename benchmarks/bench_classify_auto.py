@@ -46,7 +46,8 @@ def run(name):
                 model.fit(X.iloc[train], y[train])
                 if m == "auto":
                     seconds += time.perf_counter() - t0
-                    chosen.append(model.n_hidden_states_)
+                    star = model.class_params_.get("structure") == "star"
+                    chosen.append("NB" if star else model.n_hidden_states_)
                 proba = model.predict_proba(X.iloc[test])
             classes = list(model.classes_)
             losses[m].append(log_loss(y[test], proba, labels=classes))
@@ -80,7 +81,10 @@ def main():
                 "",
                 f"Machine: {machine()}. Stratified 5-fold log-loss (mean over folds); "
                 "LatentTreeClassifier with the default SpectralLatentTree per class and "
-                "n_hidden_states='auto' (held-out log-loss on 20% of the training rows).",
+                "n_hidden_states='auto' (candidates: naive Bayes - the independence model of "
+                "each class, add-one smoothing - and the default structure at growing k', "
+                "compared by out-of-fold log-loss over 5 stratified folds of the training "
+                "rows up to 5,000 rows, a 20% split above). 'k' chosen': NB = naive Bayes.",
                 "",
                 markdown_table(
                     [

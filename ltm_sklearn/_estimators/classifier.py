@@ -9,7 +9,7 @@ import pandas as pd
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
 from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
-from sklearn.utils import _safe_indexing
+from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -74,7 +74,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         is refitted on all rows. ``GridSearchCV`` with ``scoring="neg_log_loss"`` over the
         estimator's ``n_hidden_states`` remains the alternative.
     random_state : int, RandomState instance or None, default=None
-        The held-out split of ``n_hidden_states="auto"`` (``None``: a fixed split).
+        The held-out folds of ``n_hidden_states="auto"`` (``None``: fixed folds) and,
+        when given, the ``random_state`` of class models whose estimator has none, so
+        that the classifier is reproducible.
 
     Attributes
     ----------
@@ -185,6 +187,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         shared = {}
         if isinstance(base.get_params().get("categories"), str):
             shared = base._shared_encoding(X, declared)
+        if self.random_state is not None and base.get_params().get("random_state", 0) is None:
+            shared["random_state"] = check_random_state(self.random_state).randint(2**31 - 1)
         for name in ("n_hidden_states_scores_", "independence_score_", "class_params_"):
             self.__dict__.pop(name, None)
         if self.n_hidden_states == "auto":
