@@ -3,16 +3,24 @@
 One upward pass (papers/003 eq. (9): ``m_u(x_parent) = sum_x P(x | x_parent) beta_u(x)``)
 and one downward pass serve exact scoring, EM's expected counts and hidden posteriors for
 every estimator. Messages are held feature-major, ``(n_states, n_rows)``, and the rows are
-processed in blocks of :data:`BLOCK_ROWS` (small working sets; blocks run in parallel
-threads with ``n_jobs``). Every internal message is rescaled to unit column sums and the
-log of the factor accumulated, so trees with hundreds of leaves do not underflow.
+processed in blocks sized to the cache (blocks run in parallel threads with ``n_jobs``).
+Every internal node's product of messages is rescaled to unit column sums and the log of
+the factor accumulated, so trees with hundreds of leaves do not underflow.
+
+The downward pass carries ``q_p = w P(x_p | row)`` from node to node: a child's outside
+message is ``cpt_c^T (q_p / m_c)`` (the parent's posterior with the child's own message
+divided out - one division instead of products over the siblings), its pairwise
+statistics ``(q_p / m_c) @ beta_c^T`` times the table, and a leaf's counts the sums of
+``q_p`` over the rows of each category (a product with the one-hot matrix of its codes,
+built per block). Per edge that is three ``k' x k'`` by
+``k' x rows`` products and a few elementwise passes.
 
 Evidence of the observed nodes comes from an *evidence object* (:class:`CodeEvidence`
 for category codes, :class:`DenseEvidence` for arbitrary non-negative likelihood vectors):
 
 * ``message(u, cpt)`` - ``cpt @ e_u`` for every row, the message of an observed leaf;
 * ``evidence(u)`` - ``e_u``, the evidence vectors ``(n_u, n_rows)`` of an observed node;
-* ``leaf_counts(u, W)`` - ``W @ e_u^T``, what a leaf contributes to expected counts;
+* ``leaf_counts(u, q, cpt, msg)`` - the expected counts of a leaf from its parent's posterior;
 * ``block(rows)`` - the same evidence restricted to a slice of rows.
 
 A missing entry (code ``-1``) sends an all-ones evidence vector (it is marginalised); a
@@ -32,6 +40,8 @@ UNSEEN = -2
 BLOCK_ROWS = 16384
 #: rescale running products of sibling messages after this many factors
 _RESCALE_EVERY = 8
+#: the smallest normal number of each precision (a floor for divisors)
+_TINY = {np.dtype(t): np.finfo(t).tiny for t in (np.float32, np.float64)}
 
 __all__ = [
     "MISSING",
@@ -78,8 +88,21 @@ class CodeEvidence:
         return CodeEvidence(None, self.n_states, self.unseen, _index=self.index[:, rows])
 
     def _augment(self, u, table):
-        total = table.sum(axis=1, keepdims=True)
-        return np.hstack([table, total, (self.unseen[u] * total).astype(table.dtype)])
+        """``[table | row sums | unseen_proba * row sums]``."""
+        k, n = table.shape
+        out = np.empty((k, n + 2), dtype=table.dtype)
+        out[:, :n] = table
+        table.sum(axis=1, out=out[:, n])
+        np.multiply(out[:, n], self.unseen[u], out=out[:, n + 1])
+        return out
+
+    def _onehot(self, u, dtype):
+        """``(n_u + 2, n_rows)`` indicator of the column each row reads (states, missing,
+        unseen)."""
+        m, n = int(self.n_states[u]) + 2, self.n_rows
+        onehot = np.zeros((m, n), dtype=dtype)
+        onehot.ravel()[self.index[u] * n + np.arange(n)] = 1
+        return onehot
 
     def message(self, u, cpt):
         return np.take(self._augment(u, cpt), self.index[u], axis=1)
@@ -88,14 +111,13 @@ class CodeEvidence:
         table = np.eye(int(self.n_states[u]), dtype=dtype)
         return np.take(self._augment(u, table), self.index[u], axis=1)
 
-    def leaf_counts(self, u, W):
-        """``W @ e_u^T``: one small matrix product with the one-hot columns of the codes
-        (missing and unseen entries as two extra columns)."""
+    def leaf_counts(self, u, q, cpt, msg):
+        """Expected counts ``sum_r P(x_parent, x_u | row r) w_r`` of the leaf ``u`` from
+        ``q = w P(x_parent | row)``: a row with code ``v`` puts its posterior on column
+        ``v``, a missing or unseen entry spreads it as ``cpt`` (``msg`` is not needed)."""
         n = int(self.n_states[u])
-        onehot = np.zeros((self.n_rows, n + 2), dtype=W.dtype)
-        onehot[np.arange(self.n_rows), self.index[u]] = 1
-        T = W @ onehot
-        return T[:, :n] + T[:, n : n + 1] + self.unseen[u] * T[:, n + 1 :]
+        T = q @ self._onehot(u, q.dtype).T
+        return T[:, :n] + cpt * (T[:, n] + T[:, n + 1])[:, None]
 
 
 class DenseEvidence:
@@ -123,8 +145,10 @@ class DenseEvidence:
     def evidence(self, u, dtype=np.float64):
         return np.ascontiguousarray(self.vectors[u].T, dtype=dtype)
 
-    def leaf_counts(self, u, W):
-        return W @ self.vectors[u].astype(W.dtype, copy=False)
+    def leaf_counts(self, u, q, cpt, msg):
+        """Expected counts of the leaf ``u`` from ``q = w P(x_parent | row)`` and its
+        message ``msg = cpt @ e_u``: ``cpt * ((q / msg) @ e_u^T)``."""
+        return cpt * (_divide(q, msg) @ self.vectors[u].astype(q.dtype, copy=False))
 
 
 # ---------------------------------------------------------------------- passes
@@ -189,16 +213,18 @@ def _normalise_columns(m, log_scale=None):
 
 
 def _upward(tree, root_marginal, cpts, ev, keep):
-    """Upward pass on one block: ``(lik, log_scale, beta, msg, scale)``.
+    """Upward pass on one block: ``(lik, log_scale, beta, msg)``.
 
-    ``beta[u]`` (internal nodes, ``keep=True``) is the evidence of ``u`` times its children's
-    messages; ``msg[u]`` the message to the parent, divided column-wise by ``scale[u]``
-    (its column sums; hidden and internal nodes only). ``P(x) = lik * exp(log_scale)``.
+    ``beta[u]`` (internal nodes, ``keep=True``) is the evidence of ``u`` times its
+    children's messages, divided column-wise by its sum (the log of the factor added to
+    ``log_scale``; the root's is not divided); ``msg[u] = cpt_u @ beta_u`` the message to
+    the parent (a leaf's: ``cpt_u @ e_u``), kept with ``keep=True``.
+    ``P(x) = lik * exp(log_scale)``.
     """
     n = ev.n_rows
     dtype = root_marginal.dtype
     log_scale = np.zeros(n)
-    beta, msg, scale = {}, {}, {}
+    beta, msg = {}, {}
     lik = None
     for u in tree.postorder:
         kids = tree.children[u]
@@ -221,15 +247,16 @@ def _upward(tree, root_marginal, cpts, ev, keep):
                     _rescale(b, log_scale)
             if observed:
                 b *= ev.evidence(u, dtype)
-        if keep:
-            beta[u] = b
         if u == tree.root:
+            if keep:
+                beta[u] = b
             lik = (root_marginal @ b).astype(np.float64)
             break
-        m = cpts[u] @ b
-        scale[u] = _normalise_columns(m, log_scale)
-        msg[u] = m
-    return lik, log_scale, beta, msg, scale
+        _normalise_columns(b, log_scale)
+        if keep:
+            beta[u] = b
+        msg[u] = cpts[u] @ b
+    return lik, log_scale, beta, msg
 
 
 def _rescale(b, log_scale):
@@ -239,57 +266,38 @@ def _rescale(b, log_scale):
     log_scale += np.log(s, dtype=np.float64)
 
 
-def _excluding_each(base, msgs):
-    """``base * prod_{j != i} msgs[j]`` for every ``i`` (prefix and suffix products,
-    rescaled column-wise: only ratios over the parent's states matter)."""
-    k = len(msgs)
-    if k == 1:
-        return [base]
-    if k == 2:
-        return [base * msgs[1], base * msgs[0]]
-    prefix = [base]
-    for m in msgs[:-1]:
-        p = prefix[-1] * m
-        if len(msgs) > _RESCALE_EVERY:
-            p /= np.where((s := p.max(axis=0)) > 0, s, 1)
-        prefix.append(p)
-    out = [None] * k
-    suffix = None
-    for i in range(k - 1, -1, -1):
-        out[i] = prefix[i] if suffix is None else prefix[i] * suffix
-        suffix = msgs[i] if suffix is None else suffix * msgs[i]
-        if len(msgs) > _RESCALE_EVERY:
-            suffix = suffix / np.where((s := suffix.max(axis=0)) > 0, s, 1)
-    return out
+def _divide(q, m):
+    """``q / m``, 0 where ``m`` is 0 (``q`` is 0 there: ``m`` is a factor of it)."""
+    out = np.maximum(m, _TINY[m.dtype])
+    return np.divide(q, out, out=out)
 
 
-def _downward(tree, root_marginal, cpts, ev, beta, msg):
-    """Yield ``(c, excl_c, alpha_c)`` for every non-root node in preorder.
+def _downward(tree, root_marginal, cpts, beta, msg, weights):
+    """Yield ``(p, q_p, W_p)`` for every internal node ``p`` (and the root) in preorder.
 
-    ``excl_c(x_p)`` is what everything outside the subtree of ``c`` says about its parent
-    ``p`` (up to a per-row scale); ``alpha_c = cpt_c^T excl_c`` (rescaled) is the outside
-    message of ``c`` (``None`` for leaves).
+    ``q_p = w P(x_p | row)`` (column sums ``w``; 0 for a row of probability 0) and, for
+    each internal child ``c``, ``W_p[c] = q_p / msg_c`` - the outside evidence of ``c``'s
+    parent times ``w / P(row)``, so that ``P(x_p, x_c | row) w = W_p[c][x_p] cpt_c[x_p,
+    x_c] beta_c[x_c]`` and the outside message of ``c`` is ``cpt_c^T W_p[c]``. Nothing is
+    divided out of the outside messages: ``q`` is normalised at every node.
     """
-    n = ev.n_rows
-    alpha = {tree.root: np.repeat(root_marginal[:, None], n, axis=1)}
+    outside = {tree.root: root_marginal[:, None]}
     for p in tree.preorder:
         kids = tree.children[p]
-        if not kids:
+        if not kids and p != tree.root:
             continue
-        base = alpha.pop(p)
-        if p < tree.n_observed:
-            base = base * ev.evidence(p, base.dtype)
-        for c, excl in zip(kids, _excluding_each(base, [msg[c] for c in kids])):
-            a = None
+        q = outside.pop(p) * beta[p]
+        q *= _safe_ratio(weights, q.sum(axis=0).astype(np.float64)).astype(q.dtype)
+        W = {}
+        for c in kids:
             if tree.children[c]:
-                a = cpts[c].T @ excl
-                _normalise_columns(a)
-                alpha[c] = a
-            yield c, excl, a
+                W[c] = _divide(q, msg[c])
+                outside[c] = cpts[c].T @ W[c]
+        yield p, q, W
 
 
 def _log_likelihood_block(ev, _, tree, root_marginal, cpts):
-    lik, log_scale, _, _, _ = _upward(tree, root_marginal, cpts, ev, keep=False)
+    lik, log_scale, _, _ = _upward(tree, root_marginal, cpts, ev, keep=False)
     with np.errstate(divide="ignore"):
         return np.log(lik) + log_scale
 
@@ -329,22 +337,20 @@ def _safe_ratio(w, lik):
 
 
 def _counts_block(ev, w, tree, root_marginal, cpts):
-    lik, log_scale, beta, msg, scale = _upward(tree, root_marginal, cpts, ev, keep=True)
-    dtype = root_marginal.dtype
+    lik, log_scale, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
     with np.errstate(divide="ignore"):
         loglik = np.log(lik) + log_scale
-    root_counts = root_marginal * (beta[tree.root] @ _safe_ratio(w, lik).astype(dtype))
     edge_counts = {}
-    for c, excl, _ in _downward(tree, root_marginal, cpts, ev, beta, msg):
-        # P(x_p, x_c | row) = excl[x_p] cpt[x_p, x_c] beta_c[x_c] / z, where
-        # z = excl . (cpt @ beta_c) = scale_c * (excl . msg_c)
-        z = np.einsum("ij,ij->j", excl, msg[c])
-        if c in scale:
-            z *= scale[c]
-        W = excl * _safe_ratio(w, z.astype(np.float64)).astype(dtype)
-        stats = W @ beta[c].T if tree.children[c] else ev.leaf_counts(c, W)
-        edge_counts[c] = (cpts[c] * stats).astype(np.float64)
-    return loglik, root_counts.astype(np.float64), edge_counts
+    for p, q, W in _downward(tree, root_marginal, cpts, beta, msg, w):
+        if p == tree.root:
+            root_counts = q.sum(axis=1).astype(np.float64)
+        for c in tree.children[p]:
+            if c in W:  # W[c] @ beta_c^T: sum_r P(x_p, x_c | row r) w_r / cpt_c[x_p, x_c]
+                counts = cpts[c] * (W[c] @ beta[c].T)
+            else:
+                counts = ev.leaf_counts(c, q, cpts[c], msg[c])
+            edge_counts[c] = counts.astype(np.float64)
+    return loglik, root_counts, edge_counts
 
 
 def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None, dtype=np.float64):
@@ -378,17 +384,11 @@ def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None, d
 
 
 def _posterior_block(ev, _, tree, root_marginal, cpts, nodes):
-    lik, _, beta, msg, _ = _upward(tree, root_marginal, cpts, ev, keep=True)
-    alpha = {tree.root: np.repeat(root_marginal[:, None], ev.n_rows, axis=1)}
-    wanted = set(nodes)
-    for c, _, a in _downward(tree, root_marginal, cpts, ev, beta, msg):
-        if c in wanted:
-            alpha[c] = a
-    out = {}
-    for u in nodes:
-        q = alpha[u] * beta[u]
-        s = q.sum(axis=0)
-        out[u] = np.where(s > 0, q / np.where(s > 0, s, 1.0), 1.0 / q.shape[0]).T
+    _, _, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
+    wanted, out = set(nodes), {}
+    for p, q, _ in _downward(tree, root_marginal, cpts, beta, msg, np.ones(ev.n_rows)):
+        if p in wanted:  # columns sum to 1, or to 0 for a row of probability 0
+            out[p] = np.where(q.sum(axis=0) > 0, q, 1.0 / q.shape[0]).T
     return out
 
 
