@@ -320,6 +320,7 @@ def polish(
     weights,
     n_states,
     *,
+    others=(),
     alpha=0.0,
     max_iter=100,
     tol=1e-4,
@@ -334,48 +335,42 @@ def polish(
     convergence on a random subsample of ``STAGE_ROWS`` rows (pseudo-count scaled by the
     subsample's share of the weight, so the prior weighs the same per row), then
     continues on all rows from there: the expensive full-data E-steps start near the
-    optimum. Returns what :func:`fit_em` returns for the full-data stage.
+    optimum.
+
+    ``others`` are further starting points ``(root_marginal, cpts)``: each is polished
+    the same way and the best training objective is kept - with a subsample stage, the
+    starts are compared there (on the same rows) and only the best goes on to the full
+    data (the full-data steps of the others would cost as much and, measured on 16-64-leaf
+    ground truths at 1e5 rows, not change the choice).
+
+    Returns what :func:`fit_em` returns for the kept start, and the start's index
+    (0 = ``root_marginal, cpts``; ``i`` = ``others[i - 1]``).
     """
+    starts = [(root_marginal, cpts), *others]
     if max_iter == 0:  # the start is kept: no need to merge the rows
-        return fit_em(tree, root_marginal, cpts, None, weights, max_iter=0)
+        return (*fit_em(tree, root_marginal, cpts, None, weights, max_iter=0), 0)
     rng = check_random_state(random_state)
     rows = np.flatnonzero(weights > 0)
-    if rows.size > 2 * STAGE_ROWS:
-        sub = np.sort(rng.choice(rows, STAGE_ROWS, replace=False))
-        c, w = unique_rows(codes[:, sub], weights[sub])
-        share = w.sum() / weights[rows].sum()
-        root_marginal, cpts, objective, n_iter, _, _ = fit_em(
-            tree,
-            root_marginal,
-            cpts,
-            CodeEvidence(c, n_states),
-            w,
-            alpha=alpha * share,
-            max_iter=max_iter,
-            tol=tol,
-            verbose=verbose,
-            n_jobs=n_jobs,
-            dtype=dtype,
-        )
-        if verbose:
-            print(
-                f"EM on a subsample of {STAGE_ROWS} rows: {n_iter} iterations, objective "
-                f"{objective:.6f} nats/row"
-            )
+    options = dict(max_iter=max_iter, tol=tol, verbose=verbose, n_jobs=n_jobs, dtype=dtype)
     c, w = unique_rows(codes, weights)
-    return fit_em(
-        tree,
-        root_marginal,
-        cpts,
-        CodeEvidence(c, n_states),
-        w,
-        alpha=alpha,
-        max_iter=max_iter,
-        tol=tol,
-        verbose=verbose,
-        n_jobs=n_jobs,
-        dtype=dtype,
-    )
+    full = CodeEvidence(c, n_states)
+    if rows.size <= 2 * STAGE_ROWS:
+        fits = [fit_em(tree, *s, full, w, alpha=alpha, **options) for s in starts]
+        best = max(range(len(fits)), key=lambda i: (fits[i][2], -i))
+        return (*fits[best], best)
+    sub = np.sort(rng.choice(rows, STAGE_ROWS, replace=False))
+    c_sub, w_sub = unique_rows(codes[:, sub], weights[sub])
+    share = w_sub.sum() / weights[rows].sum()
+    evidence = CodeEvidence(c_sub, n_states)
+    fits = [fit_em(tree, *s, evidence, w_sub, alpha=alpha * share, **options) for s in starts]
+    best = max(range(len(fits)), key=lambda i: (fits[i][2], -i))
+    root_marginal, cpts, objective, n_iter, _, _ = fits[best]
+    if verbose:
+        print(
+            f"EM on a subsample of {STAGE_ROWS} rows: {n_iter} iterations, objective "
+            f"{objective:.6f} nats/row (start {best} of {len(starts)})"
+        )
+    return (*fit_em(tree, root_marginal, cpts, full, w, alpha=alpha, **options), best)
 
 
 def unique_rows(codes, weights):

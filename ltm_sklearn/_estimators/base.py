@@ -737,28 +737,29 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         if hasattr(moments, "prefetch"):  # distributed data: its moments in one pass
             moments.prefetch(starts, rng)
         (root, cpts, extras), second = starts(rng)
-        fitted = self._polish(tree, moments, root, cpts, extras, rng, max_iter)
-        if second is not None:
-            other = self._polish(tree, moments, *second, {}, rng, max_iter)
-            if other.objective > fitted.objective:
-                other.extras = fitted.extras  # the raw estimate stays the estimator's
-                fitted = other
-        return fitted
+        # the better training objective is kept (the raw estimate stays the estimator's)
+        others = () if second is None else (second,)
+        return self._polish(tree, moments, root, cpts, extras, rng, max_iter, others=others)
 
-    def _polish(self, tree, moments, root, cpts, extras, rng=None, max_iter=None, noise=None):
+    def _polish(
+        self, tree, moments, root, cpts, extras, rng=None, max_iter=None, noise=None, others=()
+    ):
+        """EM from ``(root, cpts)`` (and from each start of ``others``, the best kept),
+        hidden states first expanded to ``k'``."""
         noise = _EXPAND_NOISE if noise is None else noise
-        root, cpts = expand_states(
-            tree, root, cpts, self.n_hidden_states_, random_state=rng, noise=noise
-        )
+        starts = [
+            expand_states(tree, r, c, self.n_hidden_states_, random_state=rng, noise=noise)
+            for r, c in [(root, cpts), *others]
+        ]
         max_iter = self.max_iter if max_iter is None else max_iter
         dtype = np.float32 if self.n_hidden_states_ >= _FLOAT32_STATES else np.float64
-        root, cpts, objective, n_iter, converged, _ = polish(
+        root, cpts, objective, n_iter, converged, _, _ = polish(
             tree,
-            root,
-            cpts,
+            *starts[0],
             moments.codes,
             moments.sample_weight,
             moments.n_states,
+            others=starts[1:],
             alpha=self.alpha,
             max_iter=max_iter,
             tol=self.tol,
