@@ -120,3 +120,39 @@ def test_structure_auto_reports_its_choice_and_contains_chow_liu():
     assert auto.structure_ == max(auto.structure_scores_, key=auto.structure_scores_.get)
     assert cl.tree_.hidden_nodes == [] and cl.tree_.edges == chain.edges
     assert auto.score(X_test) > cl.score(X_test) - 0.01
+
+
+def test_polish_keeps_the_best_of_several_starts_compared_on_the_subsample():
+    """Beyond 2 x STAGE_ROWS rows the starts are compared after EM on one common
+    subsample and only the best goes on to all rows; below, each start runs to the end.
+    Either way a start near the truth wins over a uniform-ish one that EM cannot leave
+    (a symmetric point), whatever its position in the list."""
+    from ltm_sklearn._algorithms.em import STAGE_ROWS, node_states, polish
+
+    model = LatentTreeModel.random(balanced_binary_tree(6), 2, 3, noise=0.3, random_state=0)
+    n_states = node_states(model.tree, np.full(6, 3), 2)
+    flat = (
+        np.full(2, 0.5),
+        {
+            u: np.full((n_states[model.tree.parent[u]], n_states[u]), 1.0 / n_states[u])
+            for u in model.cpts
+        },
+    )
+    truth = (model.root_marginal, model.cpts)
+    for n_rows in (5_000, 2 * STAGE_ROWS + 1_000):
+        codes = model.sample(n_rows, random_state=1).T
+        w = np.ones(n_rows)
+        for starts, winner in (([flat, truth], 1), ([truth, flat], 0)):
+            *_, objective, n_iter, _, _, best = polish(
+                model.tree,
+                *starts[0],
+                codes,
+                w,
+                np.full(6, 3),
+                others=starts[1:],
+                alpha=0.5,
+                random_state=0,
+            )
+            assert best == winner
+            alone = polish(model.tree, *truth, codes, w, np.full(6, 3), alpha=0.5, random_state=0)
+            assert objective == pytest.approx(alone[2], abs=1e-12)
