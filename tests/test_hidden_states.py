@@ -9,6 +9,7 @@ from sklearn.model_selection import GridSearchCV
 
 from ltm_sklearn import (
     HierarchicalTensorLTM,
+    KernelLatentTree,
     LatentTreeClassifier,
     LatentTreeEM,
     QuartetTreeLearner,
@@ -98,6 +99,34 @@ def test_auto_hidden_states_on_every_discrete_estimator():
         given = {} if Est is QuartetTreeLearner else {"tree": model.tree}  # learns its tree
         est = Est("auto", random_state=0, **given).fit(X)
         assert est.n_hidden_states_ == 2, Est.__name__
+
+
+def test_alpha_auto_chooses_the_prior_with_k_on_held_out_rows():
+    # sparse data (12 categories, 400 rows): a stronger prior than the fixed 0.5 wins on
+    # the held-out rows and on fresh rows from the truth
+    truth = LatentTreeModel.random(balanced_binary_tree(8), 2, 12, random_state=0)
+    X, X_test = truth.sample(400, random_state=0), truth.sample(20000, random_state=1)
+    auto = SpectralLatentTree("auto", alpha="auto", random_state=0).fit(X)
+    fixed = SpectralLatentTree("auto", random_state=0).fit(X)
+    assert auto.alpha_ > 0.5 and 0.5 in auto.alpha_scores_
+    assert auto.alpha_scores_[auto.alpha_] == max(auto.alpha_scores_.values())
+    assert auto.score(X_test) > fixed.score(X_test) + 0.02
+    assert fixed.alpha_ == 0.5 and not hasattr(fixed, "alpha_scores_")
+    # many rows: no value gains tol per held-out row over 0.5, which is kept
+    many = LatentTreeModel.random(balanced_binary_tree(8), 2, 4, random_state=0)
+    est = SpectralLatentTree("auto", alpha="auto", random_state=0)
+    est.fit(many.sample(5000, random_state=0))
+    assert est.alpha_ == 0.5 and len(est.alpha_scores_) >= 3
+    # with a fixed k' and tree too; a refit with a number forgets the search
+    tree = est.tree_
+    est.set_params(n_hidden_states=2, tree=tree).fit(X)
+    assert est.alpha_ > 0.5 and est.structure_ == "given"
+    est.set_params(alpha=0.3).fit(X)
+    assert est.alpha_ == 0.3 and not hasattr(est, "alpha_scores_")
+    with pytest.raises(ValueError, match="alpha='auto' holds out rows"):
+        SpectralLatentTree(2, alpha="auto").fit(X[:6])
+    with pytest.raises(ValueError, match="alpha"):
+        KernelLatentTree(alpha="auto").fit(np.random.default_rng(0).normal(size=(50, 3)))
 
 
 def test_auto_hidden_states_needs_rows_to_hold_out():

@@ -69,7 +69,7 @@ def test_one_hidden_state_is_the_independence_model(cls):
     # product of the columns' marginals with the same pseudo-count alpha = 0.5
     expect = np.zeros(len(X_test))
     for j in range(8):
-        counts = np.bincount(X[:, j], minlength=4) + est.alpha
+        counts = np.bincount(X[:, j], minlength=4) + est.alpha_
         expect += np.log(counts / counts.sum())[X_test[:, j]]
     np.testing.assert_allclose(est.score_samples(X_test), expect, rtol=1e-9, atol=1e-9)
 
@@ -84,7 +84,7 @@ def test_em_polishing_never_lowers_the_training_objective():
         polished = SpectralLatentTree(3, tree=model.tree, random_state=0).fit(X)
 
         def objective(est, X):
-            prior = log_prior(est.root_marginal_, est.cpts_, est.alpha)
+            prior = log_prior(est.root_marginal_, est.cpts_, est.alpha_)
             return est.score(X) + prior / len(X)
 
         assert objective(polished, X) >= objective(start, X) - 1e-9

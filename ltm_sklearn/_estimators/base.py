@@ -119,6 +119,12 @@ _SELECTION_MAX_TRAIN = 20_000
 _SELECTION_MAX_VALIDATION = 5_000
 #: EM iterations of the candidate fits (a ranking needs less precision than the final fit)
 _SELECTION_MAX_ITER = 50
+#: ``alpha="auto"``: the search starts from the default pseudo-count and moves by
+#: ``_ALPHA_FACTOR`` while the held-out score improves, within ``[_ALPHA_MIN, _ALPHA_MAX]``
+_DEFAULT_ALPHA = 0.5
+_ALPHA_FACTOR = 2.0
+_ALPHA_MIN = 1.0 / 64
+_ALPHA_MAX = 16.0
 
 
 #: fitted attributes that some fits set and others do not
@@ -133,6 +139,8 @@ _STREAM_BUILT = (
     "structure_scores_",
     "n_hidden_states_",
     "n_hidden_states_scores_",
+    "alpha_",
+    "alpha_scores_",
     "root_marginal_",
     "cpts_",
     "lower_bound_",
@@ -196,7 +204,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         "tree": "no_validation",  # LatentTree, edge list, Newick string or networkx graph
         "structure": [StrOptions(set(STRUCTURE_METHODS))],
         "categories": [StrOptions({"auto"}), list],
-        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "n_jobs": [None, Integral],
@@ -442,11 +450,11 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         grid = self._hidden_state_grid(moments) if auto_k else [int(self.n_hidden_states)]
         split = self._selection_split(moments)
         if split is None:
-            if auto_k:
+            if auto_k or self.alpha == "auto":
+                what = "n_hidden_states" if auto_k else "alpha"
                 raise ValueError(
-                    "n_hidden_states='auto' holds out rows to choose k' and needs at least "
-                    f"10 rows (total weight), got {moments.sample_weight.sum():g}; pass an "
-                    "integer n_hidden_states."
+                    f"{what}='auto' holds out rows to choose it and needs at least 10 rows "
+                    f"(total weight), got {moments.sample_weight.sum():g}; pass a number."
                 )
             return grid[0], names[0]
         train_moments, val, val_w, unseen = split
@@ -531,16 +539,76 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 top = best_of(latent)
         name_best, k_best = top
         self.structure_scores_ = {n: s for (n, k), s in scores.items() if k == k_best}
+        selected = fits[top]
         if auto_k:
             self.n_hidden_states_scores_ = {}
             for (_, k), s in scores.items():
                 self.n_hidden_states_scores_[k] = max(
                     s, self.n_hidden_states_scores_.get(k, -np.inf)
                 )
-        self._selected_fit = fits[(name_best, k_best)]
+        if self.alpha == "auto":
+            self.n_hidden_states_ = k_best
+            selected = self._select_alpha(selected, train_moments, moments, split, rng, cap)
+        self._selected_fit = selected
         if self.verbose:
             print(f"chose k'={k_best}, structure={name_best!r}")
         return k_best, name_best
+
+    def _select_alpha(self, start, train_moments, moments, split, rng, max_iter):
+        """The Dirichlet pseudo-count by held-out log-likelihood (``alpha="auto"``), for
+        the model chosen on the same split; sets ``alpha_`` and ``alpha_scores_`` and
+        returns the fit at the chosen value.
+
+        EM runs ``max_iter`` more iterations from the chosen candidate's fit ``start``,
+        once with ``_DEFAULT_ALPHA`` and then with pseudo-counts ``_ALPHA_FACTOR`` times
+        smaller (then, if that did not help, larger) for as long as the held-out score
+        improves by more than ``tol`` nats per row; every value gets the same iterations
+        from the same start, so the comparison does not reward the one that ran longest.
+        (With a step of ``_TIE_TOL`` the search drifted to 1/32 on 20,000 rows of an
+        8-leaf ground truth on held-out gains of 1e-6 per row.)
+
+        Measured: on sparse tables it pays (8-leaf ground truth, 12 categories, 400 rows:
+        alpha 2, gap to the truth 0.23 vs 0.31 nats per row at 0.5); on the density
+        benchmark it does not (nltcs keeps 0.5; bnetflix chooses 2 on the held-out rows,
+        where the official valid split and the test split disagree about 2 vs 0.5 at
+        ``k' = 24``, and the final EM stops at a poorer optimum: test -56.50 vs -56.35),
+        so it is not the default.
+        """
+        _, val, val_w, unseen = split
+
+        def run(alpha):
+            fitted = self._polish(
+                start.tree,
+                train_moments,
+                start.root_marginal,
+                start.cpts,
+                start.extras,
+                rng,
+                max_iter,
+                alpha=alpha,
+            )
+            ll = self._held_out_log_likelihood(fitted, moments, val, unseen)
+            return float(np.average(ll, weights=val_w)), fitted
+
+        best, gain = _DEFAULT_ALPHA, max(self.tol, _TIE_TOL)
+        scores, fits = {}, {}
+        scores[best], fits[best] = run(best)
+        for factor in (1.0 / _ALPHA_FACTOR, _ALPHA_FACTOR):
+            alpha, moved = best * factor, False
+            while _ALPHA_MIN <= alpha <= _ALPHA_MAX:
+                scores[alpha], fits[alpha] = run(alpha)
+                if scores[alpha] <= scores[best] + gain:
+                    break
+                best, moved = alpha, True
+                alpha *= factor
+            if moved:
+                break
+        if self.verbose:
+            text = ", ".join(f"{a:g} {s:.4f}" for a, s in sorted(scores.items()))
+            print(f"alpha: held-out log-likelihood per row {text}; chose {best:g}")
+        self.alpha_ = best
+        self.alpha_scores_ = dict(sorted(scores.items()))
+        return fits[best]
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -599,13 +667,15 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.unseen_proba_ = self._unseen_proba(moments)
         rng = check_random_state(self.random_state)
         self.structure_scores_ = {}
-        self.__dict__.pop("n_hidden_states_scores_", None)
+        self.alpha_ = _DEFAULT_ALPHA if self.alpha == "auto" else float(self.alpha)  # until chosen
+        for name in ("n_hidden_states_scores_", "alpha_scores_"):
+            self.__dict__.pop(name, None)
         names = self._candidate_structures()
         if not isinstance(self.n_hidden_states, str) and names not in (["chow_liu"], ["given"]):
             # refuse before fitting any candidate (a learned latent tree has hidden nodes)
             self._check_table_memory(moments, int(self.n_hidden_states))
             self._check_rows_for_states(moments, int(self.n_hidden_states))
-        if isinstance(self.n_hidden_states, str) or len(names) > 1:
+        if isinstance(self.n_hidden_states, str) or len(names) > 1 or self.alpha == "auto":
             k, structure = self._select_model(moments, rng)
         else:
             k, structure = int(self.n_hidden_states), names[0]
@@ -742,11 +812,23 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         return self._polish(tree, moments, root, cpts, extras, rng, max_iter, others=others)
 
     def _polish(
-        self, tree, moments, root, cpts, extras, rng=None, max_iter=None, noise=None, others=()
+        self,
+        tree,
+        moments,
+        root,
+        cpts,
+        extras,
+        rng=None,
+        max_iter=None,
+        noise=None,
+        others=(),
+        alpha=None,
     ):
         """EM from ``(root, cpts)`` (and from each start of ``others``, the best kept),
-        hidden states first expanded to ``k'``."""
+        hidden states first expanded to ``k'``; pseudo-count ``alpha`` (default
+        ``alpha_``)."""
         noise = _EXPAND_NOISE if noise is None else noise
+        alpha = self.alpha_ if alpha is None else alpha
         starts = [
             expand_states(tree, r, c, self.n_hidden_states_, random_state=rng, noise=noise)
             for r, c in [(root, cpts), *others]
@@ -760,7 +842,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             moments.sample_weight,
             moments.n_states,
             others=starts[1:],
-            alpha=self.alpha,
+            alpha=alpha,
             max_iter=max_iter,
             tol=self.tol,
             random_state=rng,
@@ -776,7 +858,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 cpts,
                 moments.evidence(),
                 None,
-                alpha=self.alpha,
+                alpha=alpha,
                 max_iter=max_iter,
                 tol=self.tol,
                 verbose=self.verbose,

@@ -298,6 +298,7 @@ class KernelLatentTree(BaseLatentTree):
         **BaseLatentTree._parameter_constraints,
         "n_hidden_states": [Interval(Integral, 1, None, closed="left")],
         "structure": [StrOptions(set(KERNEL_STRUCTURES))],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
         "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "bandwidth_scale": [Interval(Real, 0, None, closed="neither"), None],

@@ -82,8 +82,13 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         Categories of every column: the observed values (and the declared categories of
         pandas ``Categorical`` columns), or one list per column (``None`` entries are
         ``"auto"``), so that models fitted on parts of the data share one encoding.
-    alpha : float, default=0.5
-        Dirichlet pseudo-count added to every table entry by EM (additive smoothing).
+    alpha : float or "auto", default=0.5
+        Dirichlet pseudo-count of every table entry in EM's M-step (additive smoothing, as
+        in ``CategoricalNB``; a hidden node's states share ``2 alpha``). ``"auto"``
+        chooses it on the held-out rows once the model is chosen: 0.5, then halved or
+        doubled while the held-out log-likelihood gains more than ``tol`` per row
+        (``alpha_``, ``alpha_scores_``); it pays on sparse tables, not on the density
+        benchmark (see the user guide).
     max_iter : int, default=300
         EM iterations that polish the moment estimate (``0``: the moment estimate).
     tol : float, default=1e-4
