@@ -42,12 +42,8 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         of ``n_representatives^3`` quartets (``1`` is Algorithm 2 verbatim).
     categories : "auto" or list, default="auto"
     alpha : float or "auto", default=0.5
-        Dirichlet pseudo-count of every table entry in EM's M-step (additive smoothing, as
-        in ``CategoricalNB``; a hidden node's states share ``2 alpha``). ``"auto"``
-        chooses it on the held-out rows once the model is chosen: 0.5, then halved or
-        doubled while the held-out log-likelihood gains more than ``tol`` per row
-        (``alpha_``, ``alpha_scores_``); it pays on sparse tables, not on the density
-        benchmark (see the user guide).
+        Dirichlet pseudo-count of EM; ``"auto"`` chooses it on held-out rows (see
+        :class:`SpectralLatentTree`).
     max_iter : int, default=300
     tol : float, default=1e-4
         As in :class:`SpectralLatentTree`.
