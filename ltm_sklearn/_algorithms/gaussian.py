@@ -320,6 +320,10 @@ def standardise_hidden(tree, weight, offset, noise):
     return weight, offset, noise
 
 
+#: largest design (pairs x edges) of :func:`moment_start` solved as a dense matrix
+_DENSE_LSQ_ENTRIES = 4_000_000
+
+
 def moment_start(tree, corr):
     """Linear-Gaussian coefficients whose correlations match ``corr`` along the tree.
 
@@ -365,11 +369,14 @@ def moment_start(tree, corr):
     if d >= 2:
         A = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(k, len(edge_of)))
         w = np.asarray(w)
-        lengths = lsq_linear(
-            A.multiply(w[:, None]).tocsr(),
-            np.asarray(target) * w,
-            bounds=(0.0, -np.log(_MIN_CORRELATION)),
-        ).x
+        A = A.multiply(w[:, None]).tocsr()
+        bounds = (0.0, -np.log(_MIN_CORRELATION))
+        if k * len(edge_of) <= _DENSE_LSQ_ENTRIES:
+            # the exact active-set solver on the dense matrix: 6x faster than the
+            # iterative one at 30 columns, and a lower residual
+            lengths = lsq_linear(A.toarray(), np.asarray(target) * w, bounds, method="bvls").x
+        else:
+            lengths = lsq_linear(A, np.asarray(target) * w, bounds).x
         span = minimum_spanning_tree(csr_matrix(2.0 - np.abs(corr[:d, :d])))
         order, pred = breadth_first_order(span + span.T, 0, directed=False)
         for v in order[1:]:
