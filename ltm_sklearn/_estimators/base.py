@@ -450,7 +450,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         grid = self._hidden_state_grid(moments) if auto_k else [int(self.n_hidden_states)]
         split = self._selection_split(moments)
         if split is None:
-            if auto_k or self.alpha == "auto":
+            if auto_k or isinstance(self.alpha, str):
                 what = "n_hidden_states" if auto_k else "alpha"
                 raise ValueError(
                     f"{what}='auto' holds out rows to choose it and needs at least 10 rows "
@@ -546,7 +546,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 self.n_hidden_states_scores_[k] = max(
                     s, self.n_hidden_states_scores_.get(k, -np.inf)
                 )
-        if self.alpha == "auto":
+        if isinstance(self.alpha, str):
             self.n_hidden_states_ = k_best
             selected = self._select_alpha(selected, train_moments, moments, split, rng, cap)
         self._selected_fit = selected
@@ -667,7 +667,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.unseen_proba_ = self._unseen_proba(moments)
         rng = check_random_state(self.random_state)
         self.structure_scores_ = {}
-        self.alpha_ = _DEFAULT_ALPHA if self.alpha == "auto" else float(self.alpha)  # until chosen
+        # "auto": the default until _select_alpha chooses
+        self.alpha_ = _DEFAULT_ALPHA if isinstance(self.alpha, str) else float(self.alpha)
         for name in ("n_hidden_states_scores_", "alpha_scores_"):
             self.__dict__.pop(name, None)
         names = self._candidate_structures()
@@ -675,7 +676,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             # refuse before fitting any candidate (a learned latent tree has hidden nodes)
             self._check_table_memory(moments, int(self.n_hidden_states))
             self._check_rows_for_states(moments, int(self.n_hidden_states))
-        if isinstance(self.n_hidden_states, str) or len(names) > 1 or self.alpha == "auto":
+        if isinstance(self.n_hidden_states, str) or len(names) > 1 or isinstance(self.alpha, str):
             k, structure = self._select_model(moments, rng)
         else:
             k, structure = int(self.n_hidden_states), names[0]
