@@ -260,6 +260,20 @@ def test_spectral_distance_read_in_tiles_equals_the_cached_pair_tables(monkeypat
     np.testing.assert_allclose(tables[2, 3, :3, :4], moments().pair(I.start + 2, J.start + 3))
 
 
+def test_tiled_spectral_distance_is_symmetric_on_near_singular_tables(monkeypatch):
+    # few rows for many 4-state columns: near-singular pair tables, whose float32
+    # determinant and its transpose's differed by hundreds (a 1,024-column table at 1,000
+    # rows made neighbor joining refuse the metric as not symmetric)
+    from ltm_sklearn._algorithms.structure import distances, neighbor_joining
+
+    truth = LatentTreeModel.random(random_binary_tree(60, random_state=0), 2, 4, random_state=0)
+    X = truth.sample(40, random_state=0)
+    monkeypatch.setattr(distances, "_TILED_PAIRS", 10)
+    D = distances.spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(60, 4)), 4)
+    np.testing.assert_array_equal(D, D.T)
+    assert neighbor_joining(D).n_observed == 60
+
+
 def test_chow_liu_neighbourhood_walk_finds_the_nearest_observed_nodes():
     from ltm_sklearn._algorithms.structure.chow_liu import _N_NEAREST, _side
 

@@ -79,8 +79,13 @@ def _tiled_spectral_distance(moments, n_hidden_states, own):
             val = -np.sum(np.where(keep, np.log(np.maximum(s, _TINY)), 0.0), axis=-1)
         i, j = np.arange(I.start, I.stop), np.arange(J.start, J.stop)
         val += 0.5 * (own_k[i[:, None], k - 1] + own_k[j[None, :], k - 1])
-        D[I, J] = np.maximum(val, 0.0)
-        D[J, I] = D[I, J].T
+        block = np.maximum(val, 0.0)
+        if I == J:  # each pair once, from its table with the lower column first (a
+            # near-singular table and its transpose can differ by hundreds in float32)
+            block = np.triu(block, 1)
+            block = block + block.T
+        D[I, J] = block
+        D[J, I] = block.T
     np.fill_diagonal(D, 0.0)
     return D
 
