@@ -127,7 +127,9 @@ class CodeEvidence:
     def leaf_counts(self, u, q, cpt, msg):
         """Expected counts ``sum_r P(x_parent, x_u | row r) w_r`` of the leaf ``u`` from
         ``q = w P(x_parent | row)``: a row with code ``v`` puts its posterior on column
-        ``v``, a missing or unseen entry spreads it as ``cpt`` (``msg`` is not needed)."""
+        ``v``, a missing or unseen entry spreads it as ``cpt`` (``msg`` is not needed).
+        The rows of ``cpt`` must sum to 1, as the tables of EM do (a missing entry's
+        evidence is then 1 for every parent state)."""
         n = int(self.n_states[u])
         T = q @ self._onehot(u, q.dtype).T
         return T[:, :n] + cpt * (T[:, n] + T[:, n + 1])[:, None]

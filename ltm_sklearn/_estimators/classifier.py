@@ -21,6 +21,7 @@ from sklearn.utils.validation import (
 
 from .._engine.moments import declared_categories
 from .base import _TIE_TOL, AUTO_HIDDEN_STATES, _paired_se
+from .kernel import KernelLatentTree
 from .spectral import SpectralLatentTree
 
 __all__ = ["LatentTreeClassifier"]
@@ -62,17 +63,19 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     n_hidden_states : int, "auto" or None, default=None
         ``None`` keeps the ``estimator``'s own; an integer is set on every class model.
         ``"auto"`` chooses the class models for classification inside ``fit``, by
-        out-of-fold log-loss on the training rows (stratified 5-fold up to 5,000 rows, a
-        stratified 20% split above; classes of fewer than 5 rows stay whole in
-        training). The candidates: the independence model of each class (naive Bayes:
-        ``structure="star"``, ``k' = 1``, add-one smoothing - ``CategoricalNB``'s model -
-        when the estimator's structure is ``"auto"``), then the estimator's own structure
-        at ``k' = 1, 2, 3, 4, 6, ...``
+        out-of-fold log-loss on the training rows (stratified 5-fold when at most 5,000
+        rows are in classes of 5 rows or more, a stratified 20% split above; classes of
+        fewer than 5 rows stay whole in training). The candidates: the independence model
+        of each class (naive Bayes: ``structure="star"``, ``k' = 1``, add-one smoothing -
+        ``CategoricalNB``'s model - when the estimator's structure is ``"auto"``; a
+        :class:`~ltm_sklearn.KernelLatentTree` keeps its own ``alpha``), then the
+        estimator's own structure at ``k' = 1, 2, 3, 4, 6, ...``
         (:data:`~ltm_sklearn._estimators.base.AUTO_HIDDEN_STATES`, at most the rows of the
-        smallest class) while the log-loss improves by more than the standard error of
-        the paired difference. The candidate with the lowest log-loss (ties: the simpler)
-        is refitted on all rows. ``GridSearchCV`` with ``scoring="neg_log_loss"`` over the
-        estimator's ``n_hidden_states`` remains the alternative.
+        smallest class), growing while the log-loss improves by more than the standard
+        error of the paired difference (the first ``k'`` that does not stops the growth
+        and stays a candidate). The candidate with the lowest log-loss (within 1e-6: the
+        simpler) is refitted on all rows. ``GridSearchCV`` with ``scoring="neg_log_loss"``
+        over the estimator's ``n_hidden_states`` remains the alternative.
     random_state : int, RandomState instance or None, default=None
         The held-out folds of ``n_hidden_states="auto"`` (``None``: fixed folds) and,
         when given, the ``random_state`` of class models whose estimator has none, so
@@ -230,7 +233,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if params.get("structure") != "auto" or params.get("tree") is not None:
             return None
         candidate = {"structure": "star", "n_hidden_states": 1}
-        if "alpha" in params:
+        if "alpha" in params and not isinstance(base, KernelLatentTree):
+            # add-one on category tables; a kernel model's alpha also smooths its bump
+            # weights, and keeps its own value
             candidate["alpha"] = _INDEPENDENCE_ALPHA
         return candidate
 
@@ -300,8 +305,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             best = (k, loss)
         self.n_hidden_states_scores_ = scores
         # the best out-of-fold log-loss (ties within _TIE_TOL: the simpler candidate)
-        chosen = min(range(len(losses)), key=lambda i: (round(mean(losses[i]) / _TIE_TOL), i))
-        return candidates[chosen]
+        means = [mean(loss) for loss in losses]
+        low = min(means)
+        return candidates[next(i for i, m in enumerate(means) if m <= low + _TIE_TOL)]
 
     def _joint_log_likelihood(self, X):
         check_is_fitted(self)

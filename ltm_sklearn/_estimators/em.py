@@ -71,6 +71,8 @@ class LatentTreeEM(BaseLatentTree):
         The structure method used (the selected one with ``structure="auto"``).
     structure_scores_ : dict
         Held-out log-likelihood per row of every candidate (``structure="auto"`` only).
+    n_hidden_states_, n_hidden_states_scores_, alpha_, alpha_scores_
+        As in :class:`SpectralLatentTree`.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has feature names.

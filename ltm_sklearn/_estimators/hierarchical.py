@@ -60,7 +60,8 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     Attributes
     ----------
     tree_, root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, structure_,
-    structure_scores_, lower_bound_, n_iter_, converged_, n_features_in_, feature_names_in_
+    structure_scores_, n_hidden_states_, n_hidden_states_scores_, alpha_, alpha_scores_,
+    lower_bound_, n_iter_, converged_, n_features_in_, feature_names_in_
         As in :class:`SpectralLatentTree`.
 
     Notes

@@ -257,6 +257,11 @@ class KernelLatentTree(BaseLatentTree):
         the state ``h`` of its parent.
     lower_bound_, n_iter_, converged_ : float, int, bool
         EM's final objective (nats per row), iterations and convergence.
+    n_hidden_states_, n_hidden_states_scores_ : int, dict
+        ``k'`` used and, with ``"auto"``, the held-out log-likelihood per row of every
+        ``k'`` tried.
+    alpha_ : float
+        The pseudo-count used (``alpha``; ``"auto"`` is not offered here).
     raw_estimate_ : SpectralParams
         The kernel estimate of papers/002 (observable representation), for research
         (:meth:`raw_log_abs`).

@@ -123,7 +123,18 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
     structure_ : str
         The structure method used (``"given"`` with ``tree``).
     structure_scores_ : dict
-        Held-out log-likelihood per row of every candidate (``structure="auto"``).
+        Held-out log-likelihood per row of every candidate (``structure="auto"``; with a
+        given structure and ``alpha="auto"`` it holds the one entry ``"given"``).
+    n_hidden_states_ : int
+        ``k'`` used (the chosen one with ``n_hidden_states="auto"``).
+    n_hidden_states_scores_ : dict
+        Held-out log-likelihood per row of every ``k'`` tried (``"auto"`` only).
+    alpha_ : float
+        The Dirichlet pseudo-count used: ``alpha``, or the one chosen with ``"auto"``.
+    alpha_scores_ : dict
+        Held-out log-likelihood per row of every pseudo-count tried (``alpha="auto"``
+        only). ``alpha_`` is the last value that gained more than ``tol`` per row over
+        the previous one, so a value tried after it may score higher by less than that.
     lower_bound_ : float
         Training objective per row (log-likelihood plus log prior) at the last E-step.
     n_iter_ : int
