@@ -21,7 +21,6 @@ from sklearn.utils.validation import (
 
 from .._engine.moments import declared_categories
 from .base import _TIE_TOL, AUTO_HIDDEN_STATES, _paired_se
-from .kernel import KernelLatentTree
 from .spectral import SpectralLatentTree
 
 __all__ = ["LatentTreeClassifier"]
@@ -31,10 +30,6 @@ __all__ = ["LatentTreeClassifier"]
 #: 20% split above: enough held-out rows, and one fit per candidate)
 _AUTO_FOLDS = 5
 _AUTO_CV_ROWS = 5000
-#: additive smoothing of the independence candidate (``CategoricalNB``'s default; 0.5
-#: measured worse on 6 of the 8 bundled tables, e.g. lymphography 5-fold log-loss 0.049
-#: vs 0.041)
-_INDEPENDENCE_ALPHA = 1.0
 
 
 class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -233,10 +228,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if params.get("structure") != "auto" or params.get("tree") is not None:
             return None
         candidate = {"structure": "star", "n_hidden_states": 1}
-        if "alpha" in params and not isinstance(base, KernelLatentTree):
-            # add-one on category tables; a kernel model's alpha also smooths its bump
-            # weights, and keeps its own value
-            candidate["alpha"] = _INDEPENDENCE_ALPHA
+        alpha = getattr(base, "_independence_alpha", None)  # the estimator's to say
+        if alpha is not None:
+            candidate["alpha"] = alpha
         return candidate
 
     def _choose_hidden_states(self, base, shared, X, y_idx, sample_weight):

@@ -299,6 +299,9 @@ class KernelLatentTree(BaseLatentTree):
     (3,)
     """
 
+    # alpha also smooths the bump weights: the naive-Bayes candidate keeps the user's
+    _independence_alpha = None
+
     _parameter_constraints: dict = {
         **BaseLatentTree._parameter_constraints,
         "n_hidden_states": [Interval(Integral, 1, None, closed="left")],
