@@ -265,3 +265,17 @@ def test_search_keeps_the_latent_tree_or_takes_clnj_when_saturation_misleads_it(
         rf_me.append(robinson_foulds(learn_tree(D, "me", n_samples=100_000), truth))
         rf_clnj.append(robinson_foulds(learn_tree(D, "clnj", n_samples=100_000), truth))
     assert np.mean(rf_me) <= np.mean(rf_clnj)
+
+
+def test_search_is_never_longer_than_neighbor_joining():
+    # general Markov balanced 16-leaf tree, noise 0.5, 1e4 rows (bench_structure, model 1):
+    # the search from BIONJ and CLNJ stopped at a tree longer under balanced minimum
+    # evolution than neighbor joining's own (RF 6 against NJ's 4)
+    truth = balanced_binary_tree(16)
+    model = LatentTreeModel.random(truth, 2, 4, noise=0.5, random_state=1)
+    X = model.sample(10_000, random_state=101)
+    D = spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(16, 4)), 2)
+    found = learn_tree(D, "me", n_samples=10_000)
+    nj = neighbor_joining(D)
+    assert bme_length(found, D) <= bme_length(nj, D) + 1e-12
+    assert robinson_foulds(found, truth) <= robinson_foulds(nj, truth)

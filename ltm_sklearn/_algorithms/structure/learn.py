@@ -35,7 +35,9 @@ _THRESHOLD_SCALE = 2.0
 #: ``"me"`` checks its tree against CLNJ's with saturated distances censored
 #: (:func:`~ltm_sklearn.structure.censored_residual`) up to this many columns: the check
 #: costs 0.03 s at 32 columns, 0.4-2 s per tree at 1,024 and grows with ``d^2`` rounds of
-#: all-pairs paths beyond; on the deep Jukes-Cantor trees it never switched
+#: all-pairs paths beyond; on the deep Jukes-Cantor trees it never switched. Up to the
+#: same size the neighbor joining tree competes with the searched ones (its ``d^3`` would
+#: add ~25 s at 4,096 columns)
 _CENSORED_CHECK_MAX = 512
 #: CLNJ's tree replaces the search's when its censored residual is smaller by more than this
 _CENSORED_MARGIN = 1.0
@@ -61,9 +63,10 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, 
     method : {"me", "nj", "rg", "clrg", "clnj", "star"}, default="nj"
         Minimum-evolution search (NNIs and SPRs under balanced minimum evolution,
         :func:`~ltm_sklearn.structure.minimum_evolution_search`, from BIONJ and from
-        Chow-Liu neighbor joining; the shorter tree wins, and with ``n_samples`` and at
-        most 512 columns the CLNJ tree replaces it when it fits the distances clearly
-        better with the saturated ones censored,
+        Chow-Liu neighbor joining; the shorter tree wins - up to 512 columns the neighbor
+        joining tree competes too - and with ``n_samples`` and at most 512 columns the
+        CLNJ tree replaces it when it fits the distances clearly better with the
+        saturated ones censored,
         :func:`~ltm_sklearn.structure.censored_residual`), neighbor joining (all
         observed variables at leaves), recursive grouping, Chow-Liu recursive grouping,
         Chow-Liu neighbor joining (these three may place observed variables at internal
@@ -105,10 +108,14 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, 
         found = Parallel(n_jobs=n_jobs)(
             delayed(_search_from)(D, start, local, verbose) for start in ("bionj", "clnj")
         )
+        if d <= _CENSORED_CHECK_MAX:
+            # neighbor joining's own tree is a candidate too: the search from the two
+            # starts stops short of it on 6 of the 120 sweep samples of bench_structure.py
+            found.append(neighbor_joining(D))
         best = min(found, key=lambda tree: bme_length(tree, D))
         if verbose:
             lengths = ", ".join(f"{bme_length(t, D):.6f}" for t in found)
-            print(f"minimum evolution: lengths from BIONJ, CLNJ starts {lengths}")
+            print(f"minimum evolution: lengths from BIONJ, CLNJ starts (and NJ) {lengths}")
         if n_samples is not None and d <= _CENSORED_CHECK_MAX:
             # balanced minimum evolution sums saturated distances; the CLNJ tree (short
             # distances only) wins when it fits the data with them censored clearly better
