@@ -8,7 +8,14 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from ltm_sklearn import LatentTree, LatentTreeEM
-from ltm_sklearn._algorithms.em import fit_em, log_prior, m_step, random_cpts, unique_rows
+from ltm_sklearn._algorithms.em import (
+    average_members,
+    fit_em,
+    log_prior,
+    m_step,
+    random_cpts,
+    unique_rows,
+)
 from ltm_sklearn._engine.inference import (
     CodeEvidence,
     expected_counts,
@@ -228,3 +235,46 @@ def test_expected_counts_stay_finite_when_a_row_likelihood_underflows():
         )
     assert np.all(np.isfinite(ll)) and np.all(np.isfinite(rc))
     assert all(np.all(np.isfinite(c)) for c in ec.values())
+
+
+def test_average_members_is_the_mixture_of_its_members():
+    # two parameter sets of one tree, merged block by block: the density is their mean
+    tree = balanced_binary_tree(6)
+    a = LatentTreeModel.random(tree, 2, 3, random_state=0)
+    b = LatentTreeModel.random(tree, 2, 3, random_state=1)
+    root, cpts = average_members(a.tree, [(a.root_marginal, a.cpts), (b.root_marginal, b.cpts)])
+    X = a.all_configurations()
+    ev = evidence(a, X.astype(np.int64).T)
+    ll = log_likelihood(a.tree, root, cpts, ev)
+    expected = np.logaddexp(a.log_likelihood(X), b.log_likelihood(X)) - np.log(2)
+    np.testing.assert_allclose(ll, expected, rtol=1e-12)
+    assert np.exp(ll).sum() == pytest.approx(1.0, abs=1e-12)
+    # a column at an internal node would break the member index
+    inner = LatentTree([(0, 1), (0, 2), (0, 4), (4, 3)], 4)
+    c = LatentTreeModel.random(inner, 2, 2, random_state=0)
+    with pytest.raises(ValueError, match="every column at a leaf"):
+        average_members(c.tree, [(c.root_marginal, c.cpts)] * 2)
+
+
+def test_n_members_averages_em_fits_into_one_latent_tree():
+    model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, noise=0.3, random_state=0)
+    X = model.sample(3000, random_state=0)
+    Xt = model.sample(2000, random_state=1)
+    one = LatentTreeEM(3, tree=model.tree, init="random", random_state=0).fit(X)
+    two = LatentTreeEM(3, tree=model.tree, init="random", n_members=2, random_state=0).fit(X)
+    assert (one.n_members_, two.n_members_) == (1, 2)
+    assert two.n_hidden_states_ == 3 and two.root_marginal_.shape == (6,)
+    assert two.predict_hidden_proba(Xt[:5]).shape == (5, 6, 6)
+    np.testing.assert_allclose(two.predict_proba(Xt[:5]).sum(axis=1), 1.0)
+    # a normalised density: brute force over every configuration
+    configs = model.all_configurations()
+    assert np.exp(two.score_samples(configs)).sum() == pytest.approx(1.0, abs=1e-9)
+    # the first member is the single fit (same start, same random numbers), so the
+    # average (p_1 + p_2) / 2 is at least half the single fit's density on every row
+    assert np.all(two.score_samples(Xt) >= one.score_samples(Xt) - np.log(2) - 1e-9)
+    # columns at internal nodes: one fit, with a warning
+    inner = LatentTree([(0, 1), (0, 2), (0, 6), (6, 3), (6, 7), (7, 4), (7, 5)], 6)
+    Xi = LatentTreeModel.random(inner, 2, 2, random_state=0).sample(500, random_state=0)
+    with pytest.warns(UserWarning, match="columns at internal nodes"):
+        est = LatentTreeEM(2, tree=inner, n_members=2, random_state=0).fit(Xi)
+    assert est.n_members_ == 1

@@ -12,6 +12,7 @@ iterations.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import block_diag
 from sklearn.utils import check_random_state
 
 from .._engine.inference import CodeEvidence, expected_counts
@@ -24,6 +25,7 @@ __all__ = [
     "minibatch_em",
     "random_cpts",
     "node_states",
+    "average_members",
     "unique_rows",
     "polish",
 ]
@@ -44,6 +46,54 @@ def random_cpts(tree, n_states, random_state=None):
         for u in range(tree.n_nodes)
         if u != tree.root
     }
+    return root, cpts
+
+
+def average_members(tree, members):
+    """The uniform mixture of several parameter sets of one tree, as a single latent tree.
+
+    Member ``m`` owns the hidden states ``m k', ..., (m + 1) k' - 1`` of every hidden
+    node: the root marginal is the members' marginals side by side divided by their
+    number, a table between hidden nodes is block-diagonal (a member's states lead only
+    to its own) and a column's table stacks the members' rows. The mixture's density is
+    therefore ``mean_m p_m(x)`` exactly, and everything that reads a latent tree
+    (likelihoods with missing entries, conditionals, posteriors, sampling) reads the
+    mixture.
+
+    Parameters
+    ----------
+    tree : LatentTree
+        Rooted at a hidden node, every observed node a leaf (the member index must pass
+        through every hidden node).
+    members : list of (root_marginal, cpts)
+        Parameters of ``tree`` with the same number of states at every node.
+
+    Returns
+    -------
+    root_marginal, cpts
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ltm_sklearn import LatentTree
+    >>> tree = LatentTree([(0, 2), (1, 2)], 2)
+    >>> a = (np.array([0.5, 0.5]), {0: np.eye(2), 1: np.eye(2)})
+    >>> b = (np.array([1.0, 0.0]), {0: np.full((2, 2), 0.5), 1: np.full((2, 2), 0.5)})
+    >>> root, cpts = average_members(tree, [a, b])
+    >>> root, cpts[0].shape
+    (array([0.25, 0.25, 0.5 , 0.  ]), (4, 2))
+    """
+    if tree.root < tree.n_observed or any(u not in tree.leaves for u in tree.observed_nodes):
+        raise ValueError(
+            "Members can be averaged only on a tree rooted at a hidden node with every "
+            "column at a leaf."
+        )
+    m = len(members)
+    root = np.concatenate([np.asarray(r, dtype=float) for r, _ in members]) / m
+    cpts = {}
+    for u in members[0][1]:
+        tables = [np.asarray(c[u], dtype=float) for _, c in members]
+        cpts[u] = block_diag(*tables) if tree.is_hidden(u) else np.vstack(tables)
     return root, cpts
 
 

@@ -50,6 +50,15 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     alpha : float or "auto", default=0.5
         Dirichlet pseudo-count of EM; ``"auto"`` chooses it on held-out rows (see
         :class:`SpectralLatentTree`).
+    n_members : int, default=1
+        EM fits from different starts averaged into the model (a uniform mixture of
+        latent trees on the one tree, stored as a latent tree whose hidden nodes have
+        ``n_members * n_hidden_states_`` states, member by member; see
+        :func:`~ltm_sklearn._algorithms.em.average_members`). The fits after the first start
+        at random. Averaging reduces the variance of EM's local optima: on the density
+        benchmark two members gained 0.15 nats per row on bnetflix where a single model
+        with twice the states overfits (see the user guide). Needs every column at a leaf
+        (one fit is kept, with a warning, otherwise); costs ``n_members`` final fits.
     max_iter : int, default=300
     tol : float, default=1e-4
         As in :class:`SpectralLatentTree`.
@@ -61,7 +70,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     ----------
     tree_, root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, structure_,
     structure_scores_, n_hidden_states_, n_hidden_states_scores_, alpha_, alpha_scores_,
-    lower_bound_, n_iter_, converged_, n_features_in_, feature_names_in_
+    n_members_, lower_bound_, n_iter_, converged_, n_features_in_, feature_names_in_
         As in :class:`SpectralLatentTree`.
 
     Notes
@@ -104,6 +113,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         structure="auto",
         categories="auto",
         alpha=0.5,
+        n_members=1,
         max_iter=300,
         tol=1e-4,
         n_jobs=None,
@@ -116,6 +126,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
             structure=structure,
             categories=categories,
             alpha=alpha,
+            n_members=n_members,
             max_iter=max_iter,
             tol=tol,
             n_jobs=n_jobs,
