@@ -1030,8 +1030,9 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_hidden_nodes, n_members_ * n_hidden_states_)
-            Hidden nodes in the order of ``tree_.hidden_nodes``.
+        ndarray of shape (n_samples, n_hidden_nodes, n_states)
+            Hidden nodes in the order of ``tree_.hidden_nodes``; ``n_states`` is
+            ``n_members_ * n_hidden_states_``.
         """
         check_is_fitted(self)
         ev = self._evidence(self._encode(self._validate_X(X, reset=False)))
