@@ -45,14 +45,9 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         Dirichlet pseudo-count of EM; ``"auto"`` chooses it on held-out rows (see
         :class:`SpectralLatentTree`).
     n_members : int, default=1
-        EM fits from different starts averaged into the model (a uniform mixture of
-        latent trees on the one tree, stored as a latent tree whose hidden nodes have
-        ``n_members * n_hidden_states_`` states, member by member; see
-        :func:`~ltm_sklearn._algorithms.em.average_members`). The fits after the first start
-        at random. Averaging reduces the variance of EM's local optima: on the density
-        benchmark two members gained 0.15 nats per row on bnetflix where a single model
-        with twice the states overfits (see the user guide). Needs every column at a leaf
-        (one fit is kept, with a warning, otherwise); costs ``n_members`` final fits.
+        EM fits from different starts averaged into one latent tree of
+        ``n_members * n_hidden_states_`` states per hidden node, as in
+        :class:`SpectralLatentTree`.
     max_iter : int, default=300
     tol : float, default=1e-4
         As in :class:`SpectralLatentTree`.
