@@ -26,6 +26,7 @@ __all__ = [
     "random_cpts",
     "node_states",
     "average_members",
+    "can_average_members",
     "unique_rows",
     "polish",
 ]
@@ -47,6 +48,12 @@ def random_cpts(tree, n_states, random_state=None):
         if u != tree.root
     }
     return root, cpts
+
+
+def can_average_members(tree):
+    """Whether :func:`average_members` can merge fits of ``tree``: rooted at a hidden node
+    with every column at a leaf (a column at an internal node would cut the member index)."""
+    return tree.root >= tree.n_observed and all(tree.degree(u) == 1 for u in tree.observed_nodes)
 
 
 def average_members(tree, members):
@@ -83,7 +90,7 @@ def average_members(tree, members):
     >>> root, cpts[0].shape
     (array([0.25, 0.25, 0.5 , 0.  ]), (4, 2))
     """
-    if tree.root < tree.n_observed or any(u not in tree.leaves for u in tree.observed_nodes):
+    if not can_average_members(tree):
         raise ValueError(
             "Members can be averaged only on a tree rooted at a hidden node with every "
             "column at a leaf."

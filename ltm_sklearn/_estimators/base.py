@@ -48,7 +48,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from .._algorithms.em import average_members, fit_em, node_states, polish, random_cpts
+from .._algorithms.em import (
+    average_members,
+    can_average_members,
+    fit_em,
+    node_states,
+    polish,
+    random_cpts,
+)
 from .._algorithms.structure import (
     STRUCTURE_METHODS,
     chow_liu,
@@ -205,6 +212,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     #: worse on 6 of the 8 bundled tables, e.g. lymphography 5-fold log-loss 0.049 vs
     #: 0.041); ``None`` keeps the estimator's own
     _independence_alpha = 1.0
+    #: estimators without the ``n_members`` parameter (``KernelLatentTree``) fit one member
+    n_members = 1
 
     _parameter_constraints: dict = {
         "n_hidden_states": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -716,9 +725,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 stacklevel=stacklevel + 1,
             )
 
-    #: estimators without the ``n_members`` parameter fit one member
-    n_members = 1
-
     def _fit_members(self, fitted, moments, rng, stacklevel):
         """``n_members`` EM fits averaged into one model
         (:func:`~ltm_sklearn._algorithms.em.average_members`): ``fitted`` and
@@ -732,7 +738,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.n_members_ = 1
         if self.n_members == 1 or not tree.hidden_nodes:
             return fitted  # without hidden nodes EM has one optimum: members would agree
-        if tree.root < tree.n_observed or any(u not in tree.leaves for u in tree.observed_nodes):
+        if not can_average_members(tree):
             warnings.warn(
                 f"n_members={self.n_members} averages fits over the hidden states and needs "
                 f"every column at a leaf; the tree of structure {self.structure_!r} has "
