@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import json
+from importlib import resources
 
 import numpy as np
+import pandas as pd
 from sklearn.utils import check_random_state
 
 from ._algorithms.gaussian import (
@@ -547,11 +550,6 @@ def load_table(name, columns="all", names=False):
     >>> X.shape, sorted(set(y))
     ((277, 9), ['no-recurrence-events', 'recurrence-events'])
     """
-    import json
-    from importlib import resources
-
-    import pandas as pd
-
     if name not in TABLES:
         raise ValueError(f"Unknown table {name!r}; the bundled tables are {TABLES}.")
     if columns not in ("all", "categorical", "numeric"):
@@ -612,8 +610,6 @@ def load_debd(name):
     >>> train.shape, valid.shape, test.shape
     ((16181, 16), (2157, 16), (3236, 16))
     """
-    from importlib import resources
-
     if name not in DEBD_SETS:
         raise ValueError(f"Unknown set {name!r}; the bundled sets are {DEBD_SETS}.")
     folder = resources.files("ltm_sklearn") / "data" / "debd"

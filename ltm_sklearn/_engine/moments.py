@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 
 MISSING = -1
 UNSEEN = -2
@@ -343,8 +343,6 @@ def _chunks(n, n_chunks):
 
 
 def _effective_jobs(n_jobs):
-    from joblib import effective_n_jobs
-
     return 1 if n_jobs is None else effective_n_jobs(n_jobs)
 
 

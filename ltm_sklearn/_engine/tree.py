@@ -12,6 +12,8 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import shortest_path
 
 __all__ = ["LatentTree"]
 
@@ -175,9 +177,6 @@ class LatentTree:
     def hop_distances(self):
         """All-pairs hop distances, an ``(n_nodes, n_nodes)`` integer array."""
         if getattr(self, "_hops", None) is None:
-            from scipy.sparse import coo_matrix
-            from scipy.sparse.csgraph import shortest_path
-
             e = np.asarray(self.edges, dtype=np.int64).reshape(-1, 2)
             g = coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(self.n_nodes,) * 2)
             hops = shortest_path(g.tocsr(), method="D", directed=False, unweighted=True)

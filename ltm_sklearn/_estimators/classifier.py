@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
+from sklearn.metrics import accuracy_score
 from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
 from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -340,8 +341,6 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         float
         """
-        from sklearn.metrics import accuracy_score
-
         return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
 
     def __sklearn_tags__(self):

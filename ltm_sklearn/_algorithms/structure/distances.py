@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import ndtri
+from scipy.stats import rankdata
 
 __all__ = [
     "mutual_information",
@@ -234,8 +236,6 @@ def nonparanormal_distance(X):
     """Nonparanormal tree metric: :func:`gaussian_distance` after mapping every column to
     normal scores ``Phi^-1(rank / (n + 1))`` (Liu, Lafferty & Wasserman 2009), the second
     baseline of papers/002 Fig. 1."""
-    from scipy.special import ndtri
-    from scipy.stats import rankdata
 
     X = _continuous(X)
     n = X.shape[0]
