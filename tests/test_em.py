@@ -278,3 +278,26 @@ def test_n_members_averages_em_fits_into_one_latent_tree():
     with pytest.warns(UserWarning, match="columns at internal nodes"):
         est = LatentTreeEM(2, tree=inner, n_members=2, random_state=0).fit(Xi)
     assert est.n_members_ == 1
+
+
+def test_n_members_auto_grows_members_on_the_held_out_rows_with_k():
+    model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, noise=0.3, random_state=0)
+    X = model.sample(3000, random_state=0)
+    # a given k': one fit, nothing chosen (the default)
+    est = LatentTreeEM(3, tree=model.tree, random_state=0).fit(X)
+    assert est.n_members == "auto" and est.n_members_ == 1
+    assert not hasattr(est, "n_members_scores_")
+    # k' chosen: the members are chosen with it, by the rule the docstring states
+    est = LatentTreeEM("auto", tree=model.tree, random_state=0).fit(X)
+    scores = est.n_members_scores_
+    m = est.n_members_
+    assert list(scores) == list(range(1, len(scores) + 1)) and 1 <= m <= 4
+    assert all(scores[j + 1] > scores[j] for j in range(1, m))  # every kept member gained
+    assert len(scores) == m + 1 or m == 4  # the next one was tried and did not
+    assert est.root_marginal_.shape == (m * est.n_hidden_states_,)
+    assert np.exp(est.score_samples(model.all_configurations())).sum() == pytest.approx(1.0)
+    # the same choice from the same seed; a refit with a number forgets it
+    again = LatentTreeEM("auto", tree=model.tree, random_state=0).fit(X)
+    assert again.n_members_scores_ == scores
+    est.set_params(n_hidden_states=2).fit(X)
+    assert est.n_members_ == 1 and not hasattr(est, "n_members_scores_")

@@ -50,9 +50,10 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     alpha : float or "auto", default=0.5
         Dirichlet pseudo-count of EM; ``"auto"`` chooses it on held-out rows (see
         :class:`SpectralLatentTree`).
-    n_members : int, default=1
+    n_members : int or "auto", default="auto"
         EM fits from different starts averaged into one latent tree of
-        ``n_members * n_hidden_states_`` states per hidden node, as in
+        ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their
+        number with ``n_hidden_states="auto"`` (one fit for a given ``k'``), as in
         :class:`SpectralLatentTree`.
     max_iter : int, default=300
     tol : float, default=1e-4
@@ -108,7 +109,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         structure="auto",
         categories="auto",
         alpha=0.5,
-        n_members=1,
+        n_members="auto",
         max_iter=300,
         tol=1e-4,
         n_jobs=None,

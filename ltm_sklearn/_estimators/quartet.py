@@ -44,9 +44,10 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     alpha : float or "auto", default=0.5
         Dirichlet pseudo-count of EM; ``"auto"`` chooses it on held-out rows (see
         :class:`SpectralLatentTree`).
-    n_members : int, default=1
+    n_members : int or "auto", default="auto"
         EM fits from different starts averaged into one latent tree of
-        ``n_members * n_hidden_states_`` states per hidden node, as in
+        ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their
+        number with ``n_hidden_states="auto"`` (one fit for a given ``k'``), as in
         :class:`SpectralLatentTree`.
     max_iter : int, default=300
     tol : float, default=1e-4
@@ -63,7 +64,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     min_quartet_margin_ : float
         Smallest gap between the best and second best summed score of a decision.
     root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, n_hidden_states_,
-    n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, lower_bound_, n_iter_, converged_,
+    n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, n_members_scores_, lower_bound_, n_iter_, converged_,
     n_features_in_, feature_names_in_
         As in :class:`SpectralLatentTree`.
 
@@ -111,7 +112,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         n_representatives=3,
         categories="auto",
         alpha=0.5,
-        n_members=1,
+        n_members="auto",
         max_iter=300,
         tol=1e-4,
         n_jobs=None,

@@ -89,15 +89,19 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         doubled while the held-out log-likelihood gains more than ``tol`` per row
         (``alpha_``, ``alpha_scores_``); it pays on sparse tables, not on the density
         benchmark (see the user guide).
-    n_members : int, default=1
+    n_members : int or "auto", default="auto"
         EM fits from different starts averaged into the model (a uniform mixture of
         latent trees on the one tree, stored as a latent tree whose hidden nodes have
         ``n_members * n_hidden_states_`` states, member by member; see
         :func:`~ltm_sklearn._algorithms.em.average_members`). The fits after the first start
         at random. Averaging reduces the variance of EM's local optima: on the density
         benchmark two members gained 0.15 nats per row on bnetflix where a single model
-        with twice the states overfits (see the user guide). Needs every column at a leaf
-        (one fit is kept, with a warning, otherwise); costs ``n_members`` final fits.
+        with twice the states overfits (see the user guide). ``"auto"``: with
+        ``n_hidden_states="auto"``, chosen with ``k'`` on the same held-out rows - members
+        added one at a time, at most 4, while the held-out log-likelihood of the average
+        gains more than one paired standard error (``n_members_scores_``); with a given
+        ``k'``, one fit. Needs every column at a leaf (one fit is kept otherwise, with a
+        warning for a number); costs ``n_members_`` final fits.
     max_iter : int, default=300
         EM iterations that polish the moment estimate (``0``: the moment estimate).
     tol : float, default=1e-4
@@ -145,8 +149,11 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         only). ``alpha_`` is the last value that gained more than ``tol`` per row over
         the previous one, so a value tried after it may score higher by less than that.
     n_members_ : int
-        Fits averaged into the model (``n_members``, or 1 for a tree without hidden
-        nodes or with columns at internal nodes).
+        Fits averaged into the model (``n_members`` or the number chosen by ``"auto"``;
+        1 for a tree without hidden nodes or with columns at internal nodes).
+    n_members_scores_ : dict
+        Held-out log-likelihood per row of the average of the first ``m`` fits, for
+        every ``m`` tried (``n_members="auto"`` with ``n_hidden_states="auto"`` only).
     lower_bound_ : float
         Training objective per row (log-likelihood plus log prior) at the last E-step
         (the members' mean with ``n_members_ > 1``).
