@@ -684,7 +684,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             gain = score - self.n_members_scores_[m - 1]
             se = _paired_se(ll, last, val_w)
             if self.verbose:
-                print(f"{m} members: held-out {score:.4f} (gain {gain:.4f}, standard error {se:.4f})")
+                print(f"{m} members: held-out {score:.4f} (gain {gain:.4f}, s.e. {se:.4f})")
             if gain <= max(_TIE_TOL, _MEMBER_SE * se):
                 break
             fits.append(fit)

@@ -64,8 +64,8 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     min_quartet_margin_ : float
         Smallest gap between the best and second best summed score of a decision.
     root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, n_hidden_states_,
-    n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, n_members_scores_, lower_bound_, n_iter_, converged_,
-    n_features_in_, feature_names_in_
+    n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, n_members_scores_,
+    lower_bound_, n_iter_, converged_, n_features_in_, feature_names_in_
         As in :class:`SpectralLatentTree`.
 
     Notes
