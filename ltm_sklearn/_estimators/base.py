@@ -668,7 +668,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         if not tree.hidden_nodes or not can_average_members(tree):
             self.n_members_scores_ = {}
             return [first]
-        first = self._polish(tree, train_moments, first.root_marginal, first.cpts, first.extras, rng)
+        root, cpts = first.root_marginal, first.cpts
+        first = self._polish(tree, train_moments, root, cpts, first.extras, rng)
         fits = [first]
         last = self._held_out_log_likelihood(first, moments, val, unseen)
         self.n_members_scores_ = {1: float(np.average(last, weights=val_w))}
