@@ -332,7 +332,7 @@ def report(sets):
         rec = {m: _load(f"{name}-{m}") for m in ("chow_liu", "independence")}
         peers = {m: _load(f"{name}-{m}") for m in ("pgmpy_chow_liu", "pgmpy_hill_climbing")}
         chosen = (
-            f" (k'={auto['k']}, {auto['structure']}, {auto.get('n_members', 1)} members)"
+            f" (k'={auto['k']}, {auto['structure']}, members: {auto.get('n_members', 1)})"
             if auto
             else ""
         )
