@@ -680,9 +680,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 break
             root, cpts = random_cpts(tree, n_states, rng)
             fit = self._polish(tree, train_moments, root, cpts, {}, rng)
-            root, cpts = average_members(tree, [(f.root_marginal, f.cpts) for f in [*fits, fit]])
-            merged = FittedModel(tree, root, cpts, 0.0, 0, True, {})
-            ll = self._held_out_log_likelihood(merged, moments, val, unseen)
+            ll = self._held_out_log_likelihood(_average_fits([*fits, fit]), moments, val, unseen)
             score = float(np.average(ll, weights=val_w))
             self.n_members_scores_[m] = score
             gain = score - self.n_members_scores_[m - 1]
@@ -803,8 +801,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         (k' = 48: best -56.341 after 60 EM iterations, -56.587 after 400)."""
         tree = fitted.tree
         self.n_members_ = 1
-        auto = isinstance(self.n_members, str)
-        count = (1 if starts is None else len(starts)) if auto else int(self.n_members)
+        count = self._given_members() if starts is None else len(starts)
         if count == 1 or not tree.hidden_nodes:
             return fitted  # without hidden nodes EM has one optimum: members would agree
         if not can_average_members(tree):
@@ -820,26 +817,17 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
         for m in range(1, count):
             start = starts[m] if starts is not None else None
-            if start is not None and start.tree.edges == tree.edges:
-                if self.verbose:
-                    print(f"member {m + 1} of {count}: EM from its fit on the selection split")
+            reuse = start is not None and start.tree.edges == tree.edges
+            if self.verbose:
+                origin = "its fit on the selection split" if reuse else "a random start"
+                print(f"member {m + 1} of {count}: EM from {origin}")
+            if reuse:
                 root, cpts = start.root_marginal, start.cpts
             else:
-                if self.verbose:
-                    print(f"member {m + 1} of {count}: EM from a random start")
                 root, cpts = random_cpts(tree, n_states, rng)
             fits.append(self._polish(tree, moments, root, cpts, {}, rng))
-        root, cpts = average_members(tree, [(f.root_marginal, f.cpts) for f in fits])
         self.n_members_ = count
-        return FittedModel(
-            tree,
-            root,
-            cpts,
-            float(np.mean([f.objective for f in fits])),
-            sum(f.n_iter for f in fits),
-            all(f.converged for f in fits),
-            fitted.extras,
-        )
+        return _average_fits(fits)
 
     # ------------------------------------------------------------------ streaming
     def partial_fit(self, X, y=None, sample_weight=None):
@@ -1221,6 +1209,23 @@ def _canonical_root(tree, root_marginal, cpts):
     for c in tree.children[tree.root]:
         cpts[c] = cpts[c][perm]
     return np.asarray(root_marginal)[perm], cpts
+
+
+def _average_fits(fits):
+    """EM fits of one tree averaged into one model
+    (:func:`~ltm_sklearn._algorithms.em.average_members`): the members' mean objective,
+    their summed iterations, converged when all are, the first one's extras."""
+    tree = fits[0].tree
+    root, cpts = average_members(tree, [(f.root_marginal, f.cpts) for f in fits])
+    return FittedModel(
+        tree,
+        root,
+        cpts,
+        float(np.mean([f.objective for f in fits])),
+        sum(f.n_iter for f in fits),
+        all(f.converged for f in fits),
+        fits[0].extras,
+    )
 
 
 def _paired_se(a, b, weights):
