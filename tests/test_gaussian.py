@@ -9,8 +9,10 @@ from sklearn.metrics import adjusted_rand_score
 
 from ltm_sklearn import GaussianLatentTree, LatentTree
 from ltm_sklearn._algorithms.gaussian import (
+    component_statistics,
     fit_gaussian_tree,
     joint_moments,
+    missing_patterns,
     mixture_log_density,
     moment_start,
     n_free_parameters,
@@ -62,6 +64,39 @@ def test_standardise_hidden_keeps_the_columns_law():
     np.testing.assert_allclose(cov2[:d, :d], cov[:d, :d], atol=1e-12)
     np.testing.assert_allclose(np.diag(cov2)[d:], 1.0, atol=1e-12)
     np.testing.assert_allclose(mean2[d:], 0.0, atol=1e-12)
+
+
+def test_component_statistics_match_row_by_row_posteriors():
+    """The expected statistics from the observed block's weighted scatter equal the sums
+    of every row's Gaussian posterior (mean and covariance of the other nodes), with and
+    without missing entries (one row entirely missing)."""
+    tree = random_binary_tree(8, random_state=0)
+    rng = np.random.default_rng(0)
+    n, d = tree.n_nodes, tree.n_observed
+    w, b, s = rng.uniform(0.3, 0.9, n), rng.normal(size=n), rng.uniform(0.2, 1.0, n)
+    w[tree.root] = 0.0
+    mean, cov = joint_moments(tree, w, b, s)
+    for share in (0.0, 0.3):
+        X = rng.normal(size=(60, d))
+        X[rng.random(X.shape) < share] = np.nan
+        if share:
+            X[0] = np.nan
+        resp = rng.random(len(X))
+        total, s1, s2 = component_statistics(X, missing_patterns(X), mean, cov, d, resp)
+        e1, e2 = np.zeros(n), np.zeros((n, n))
+        for x, r in zip(X, resp):
+            o = np.flatnonzero(~np.isnan(x))
+            m = np.setdiff1d(np.arange(n), o)
+            z, post = np.empty(n), np.zeros((n, n))
+            z[o] = x[o]
+            gain = np.linalg.solve(cov[np.ix_(o, o)], cov[np.ix_(o, m)]) if o.size else None
+            z[m] = mean[m] + ((x[o] - mean[o]) @ gain if o.size else 0.0)
+            post[np.ix_(m, m)] = cov[np.ix_(m, m)] - (cov[np.ix_(m, o)] @ gain if o.size else 0.0)
+            e1 += r * z
+            e2 += r * (np.outer(z, z) + post)
+        assert total == pytest.approx(resp.sum())
+        np.testing.assert_allclose(s1, e1, atol=1e-10)
+        np.testing.assert_allclose(s2, e2, atol=1e-10)
 
 
 def test_moment_start_reproduces_exact_correlations():
