@@ -128,6 +128,24 @@ def test_em_gap_to_the_truth_shrinks_with_n():
     assert gaps[1] < 0.005
 
 
+def test_em_continues_from_a_loose_fit():
+    """``init``: EM stopped at a loose tolerance continues where it stopped and reaches
+    the tight fit's likelihood (what GaussianLatentTree does with its chosen candidate)."""
+    truth = GaussianLatentTreeModel.random(
+        random_binary_tree(10, random_state=2), n_components=2, random_state=3
+    )
+    Z, _, _ = _standardised(truth.sample(3_000, random_state=0))
+    labels = (Z[:, 0] > 0).astype(int)
+    loose, t1, _ = fit_gaussian_tree(Z, truth.tree, 2, labels=labels, tol=1e-2)
+    tight, t2, _ = fit_gaussian_tree(Z, truth.tree, 2, labels=labels, tol=1e-7)
+    more, t3, converged = fit_gaussian_tree(Z, truth.tree, 2, tol=1e-7, init=loose)
+    assert converged and t3[0] == pytest.approx(t1[-1], abs=1e-10)
+    assert np.all(np.diff(t3) > -1e-9) and t3[-1] > t1[-1] + 1e-4
+    assert t3[-1] == pytest.approx(t2[-1], abs=1e-4)
+    with pytest.raises(ValueError, match="init has 2 components, not 3"):
+        fit_gaussian_tree(Z, truth.tree, 3, init=loose)
+
+
 def test_structure_recovered_at_large_n():
     truth = GaussianLatentTreeModel.random(random_binary_tree(16, random_state=1), random_state=0)
     X = truth.sample(20_000, random_state=1)

@@ -467,6 +467,7 @@ def fit_gaussian_tree(
     tol=1e-4,
     reg_covar=1e-6,
     relearn_trees=False,
+    init=None,
 ):
     """EM for a mixture of linear-Gaussian trees over one structure (or one per component).
 
@@ -495,6 +496,9 @@ def fit_gaussian_tree(
         expected complete log-likelihood over trees and coefficients: the mixture of
         trees of Meila & Jordan 2000, with Gaussian nodes). The trees end in
         ``params.trees``.
+    init : GaussianTreeParameters, default=None
+        Start from these coefficients (e.g. a fit stopped at a looser ``tol``) instead of
+        the moment start; ``corr`` and ``labels`` are then not used.
 
     Returns
     -------
@@ -516,10 +520,13 @@ def fit_gaussian_tree(
             tol,
             reg_covar,
             relearn_trees,
+            init,
         )
 
 
-def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_covar, relearn):
+def _fit(
+    X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_covar, relearn, init
+):
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     K = int(n_components)
@@ -529,10 +536,14 @@ def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_
         raise ValueError("relearn_trees needs trees over the observed columns only.")
     sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     patterns = missing_patterns(X)
-    if corr is None:
-        corr = pairwise_correlation(X, sw)
     floor = np.full(tree.n_nodes, _HIDDEN_NOISE_FLOOR)
     floor[:d] = reg_covar
+    if init is not None:
+        if init.n_components != K:
+            raise ValueError(f"init has {init.n_components} components, not {K}.")
+        return _run_em(X, tree, patterns, init.copy(), sw, floor, max_iter, tol, relearn)
+    if corr is None:
+        corr = pairwise_correlation(X, sw)
     start = moment_start(tree, corr)
     params = GaussianTreeParameters(
         np.tile(start[0], (K, 1)),
@@ -550,6 +561,11 @@ def _fit(X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_
         start_moments = [joint_moments(trees[k], *params.component(k)) for k in range(K)]
         resp = sw[:, None] * (np.asarray(labels)[:, None] == np.arange(K))
         _m_steps(tree, X, patterns, params, start_moments, resp, floor, relearn)
+    return _run_em(X, tree, patterns, params, sw, floor, max_iter, tol, relearn)
+
+
+def _run_em(X, tree, patterns, params, sw, floor, max_iter, tol, relearn):
+    """Accelerated EM iterations from ``params`` until the gain is below ``tol``."""
     trace, converged = [], False
     moments, joint, log_p, ll = _evaluate(X, tree, patterns, params, sw)
     trace.append(ll)

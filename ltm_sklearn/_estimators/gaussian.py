@@ -50,6 +50,9 @@ MAX_AUTO_COMPONENTS = 10
 _HERMITE_NODES = 64
 #: ``"auto"`` stops after this many components in a row without a better criterion
 _PATIENCE = 2
+#: EM tolerance (mean log-likelihood per row) of the candidates compared by BIC when
+#: there are several; the chosen one then continues to ``tol``
+_SEARCH_TOL = 1e-3
 
 
 class GaussianLatentTree(DensityMixin, BaseEstimator):
@@ -88,7 +91,11 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     max_iter : int, default=200
         EM iterations per fit.
     tol : float, default=1e-4
-        EM stops when the mean log-likelihood per row gains less than ``tol``.
+        EM stops when the mean log-likelihood per row gains less than ``tol``. When
+        several candidates are compared (``"auto"`` structure or components), each stops
+        at ``max(tol, 1e-3)`` and the chosen one continues to ``tol``: the BIC gaps
+        between candidates are far larger than what the last iterations add (wdbc: same
+        choice and fit, 4.4 -> 3.4 s).
     reg_covar : float, default=1e-6
         Floor of each column's noise variance (in standardised units): duplicated or
         collinear columns get a finite density.
@@ -300,6 +307,27 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             prepared = {chosen: prepared[chosen]}
         ((name, data),) = prepared.items()
         best = self._search(data, sw, structures, grid, seed)
+        if best["tol"] > self.tol:  # polish the chosen candidate to ``tol``
+            params, trace, converged = fit_gaussian_tree(
+                data["Z"],
+                best["tree"],
+                best["params"].n_components,
+                sample_weight=sw,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                reg_covar=self.reg_covar,
+                relearn_trees=_is(best["structure"], "tree_mixture"),
+                init=best["params"],
+            )
+            gain = trace[-1] - best["score"]
+            best.update(
+                params=params,
+                score=trace[-1],
+                converged=converged,
+                n_iter=best["n_iter"] + len(trace) - 1,
+                bic=best["bic"] - 2.0 * sw.sum() * gain,
+            )
+            self.bic_[(name, best["structure"], best["params"].n_components)] = float(best["bic"])
         best.update(lambdas=options[name], center=data["center"], scale=data["scale"])
         best["transform"] = name
         self.lambdas_ = best["lambdas"]
@@ -350,13 +378,17 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         without hidden variables needs more components than a latent tree to fit the
         same law) until two in a row do not improve it; fits are cached in ``data``."""
         n_eff = sw.sum()
+        # with several candidates they are compared at a looser tolerance (the chosen one
+        # continues to ``tol`` in ``fit``)
+        several = len(structures) > 1 or len(grid) > 1
+        tol = max(self.tol, _SEARCH_TOL) if several else self.tol
         best = None
         for structure in structures:
             name = structure if isinstance(structure, str) else "given"
             worse, best_here = 0, np.inf
             for k in grid:
                 if (name, k) not in data["fits"]:
-                    fit = self._fit_one(data["Z"], sw, structure, k, seed, data["starts"])
+                    fit = self._fit_one(data["Z"], sw, structure, k, seed, data["starts"], tol)
                     fit["bic"] = (
                         -2.0 * n_eff * fit["score"]
                         + fit["n_params"] * np.log(n_eff)
@@ -376,7 +408,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                         break
         return dict(best)
 
-    def _fit_one(self, Z, sw, structure, k, seed, starts):
+    def _fit_one(self, Z, sw, structure, k, seed, starts, tol):
         # the k-means start of k components, shared by the candidate structures
         if k > 1 and k not in starts:
             starts[k] = KMeans(k, n_init=1, random_state=seed).fit_predict(
@@ -391,11 +423,12 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             sample_weight=sw,
             labels=labels,
             max_iter=self.max_iter,
-            tol=self.tol,
+            tol=tol,
             reg_covar=self.reg_covar,
             relearn_trees=_is(structure, "tree_mixture"),
         )
         return {
+            "tol": tol,
             "tree": tree,
             "params": params,
             "score": trace[-1],
