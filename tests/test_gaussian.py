@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.integrate import quad
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from ltm_sklearn import GaussianLatentTree, LatentTree
@@ -142,8 +143,25 @@ def test_em_continues_from_a_loose_fit():
     assert converged and t3[0] == pytest.approx(t1[-1], abs=1e-10)
     assert np.all(np.diff(t3) > -1e-9) and t3[-1] > t1[-1] + 1e-4
     assert t3[-1] == pytest.approx(t2[-1], abs=1e-4)
-    with pytest.raises(ValueError, match="init has 2 components, not 3"):
+    with pytest.raises(ValueError, match="init has 2 components of 18 nodes, not 3 of 18"):
         fit_gaussian_tree(Z, truth.tree, 3, init=loose)
+    # a start on one shared tree continued with trees re-learned per component
+    chain = LatentTree([(i, i + 1) for i in range(9)], n_observed=10)
+    shared, _, _ = fit_gaussian_tree(Z, chain, 2, labels=labels, tol=1e-2)
+    assert shared.trees is None
+    mixed, trace, _ = fit_gaussian_tree(Z, chain, 2, init=shared, relearn_trees=True)
+    assert len(mixed.trees) == 2 and np.all(np.diff(trace) > -1e-9)
+
+
+def test_n_iter_within_max_iter_with_the_search():
+    """The chosen candidate's continuation to ``tol`` shares the ``max_iter`` budget."""
+    truth = GaussianLatentTreeModel.random(random_binary_tree(8, random_state=0), random_state=1)
+    X = truth.sample(400, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        est = GaussianLatentTree(max_iter=5, random_state=0).fit(X)
+    assert est.n_iter_ <= 5 and not est.converged_
+    est = GaussianLatentTree(random_state=0).fit(X)
+    assert est.converged_ and est.n_iter_ <= est.max_iter
 
 
 def test_structure_recovered_at_large_n():

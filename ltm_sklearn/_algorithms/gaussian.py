@@ -539,9 +539,15 @@ def _fit(
     floor = np.full(tree.n_nodes, _HIDDEN_NOISE_FLOOR)
     floor[:d] = reg_covar
     if init is not None:
-        if init.n_components != K:
-            raise ValueError(f"init has {init.n_components} components, not {K}.")
-        return _run_em(X, tree, patterns, init.copy(), sw, floor, max_iter, tol, relearn)
+        if init.n_components != K or init.weight.shape[1] != tree.n_nodes:
+            raise ValueError(
+                f"init has {init.n_components} components of {init.weight.shape[1]} nodes, "
+                f"not {K} of {tree.n_nodes}."
+            )
+        params = init.copy()
+        if params.trees is None and (relearn or any(t is not tree for t in trees)):
+            params.trees = trees  # the structures given, as the moment start keeps them
+        return _run_em(X, tree, patterns, params, sw, floor, max_iter, tol, relearn)
     if corr is None:
         corr = pairwise_correlation(X, sw)
     start = moment_start(tree, corr)

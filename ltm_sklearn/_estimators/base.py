@@ -660,8 +660,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         levels, and plants kept one member (test -12.604); converged, it keeps two
         (-12.530) under a margin of one standard error, three without (-12.492).
         Measured on the density benchmark (official splits, test log-likelihood per
-        row): see the user guide. The gains were still above the rule
-        at 4 members on bnetflix; the cap bounds the fit.
+        row): see the user guide. The gains were still positive at 4 members on
+        bnetflix; the cap bounds the fit.
 
         No standard-error margin: a member of equal quality costs time rather than
         accuracy (row by row the log-likelihood of an average is at least the mean of its
@@ -689,8 +689,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             score = float(np.average(ll, weights=val_w))
             self.n_members_scores_[m] = score
             gain = score - self.n_members_scores_[m - 1]
-            se = _paired_se(ll, last, val_w)
             if self.verbose:
+                se = _paired_se(ll, last, val_w)
                 print(f"{m} members: held-out {score:.4f} (gain {gain:.4f}, s.e. {se:.4f})")
             if gain <= _TIE_TOL:
                 break
