@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.integrate import quad
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 
 from ltm_sklearn import GaussianLatentTree, LatentTree
@@ -131,7 +130,7 @@ def test_em_gap_to_the_truth_shrinks_with_n():
 
 def test_em_continues_from_a_loose_fit():
     """``init``: EM stopped at a loose tolerance continues where it stopped and reaches
-    the tight fit's likelihood (what GaussianLatentTree does with its chosen candidate)."""
+    the tight fit's likelihood."""
     truth = GaussianLatentTreeModel.random(
         random_binary_tree(10, random_state=2), n_components=2, random_state=3
     )
@@ -151,17 +150,6 @@ def test_em_continues_from_a_loose_fit():
     assert shared.trees is None
     mixed, trace, _ = fit_gaussian_tree(Z, chain, 2, init=shared, relearn_trees=True)
     assert len(mixed.trees) == 2 and np.all(np.diff(trace) > -1e-9)
-
-
-def test_n_iter_within_max_iter_with_the_search():
-    """The chosen candidate's continuation to ``tol`` shares the ``max_iter`` budget."""
-    truth = GaussianLatentTreeModel.random(random_binary_tree(8, random_state=0), random_state=1)
-    X = truth.sample(400, random_state=0)
-    with pytest.warns(ConvergenceWarning):
-        est = GaussianLatentTree(max_iter=5, random_state=0).fit(X)
-    assert est.n_iter_ <= 5 and not est.converged_
-    est = GaussianLatentTree(random_state=0).fit(X)
-    assert est.converged_ and est.n_iter_ <= est.max_iter
 
 
 def test_structure_recovered_at_large_n():
