@@ -180,13 +180,17 @@ def _gaussian_rows(X, observed, mean, cov):
     NumPy runs far faster than a triangular solve with many right-hand sides.
     """
     obs = np.flatnonzero(observed)
-    chol = _cholesky(cov[np.ix_(obs, obs)])
-    inv_chol = _triangular_inverse(chol)
+    inv_chol, logdet = _inverse_cholesky(cov[np.ix_(obs, obs)])
     resid = X[:, obs] - mean[obs]
     white = resid @ inv_chol.T
-    logdet = 2.0 * np.log(np.diag(chol)).sum()
     log_density = -0.5 * (np.einsum("ij,ij->i", white, white) + logdet + len(obs) * _LOG_2PI)
     return obs, inv_chol, resid, log_density
+
+
+def _inverse_cholesky(block):
+    """``L^-1`` and ``log det`` of a covariance block ``L L^T`` (see :func:`_cholesky`)."""
+    chol = _cholesky(block)
+    return _triangular_inverse(chol), 2.0 * np.log(np.diag(chol)).sum()
 
 
 def _triangular_inverse(L, unit_diagonal=False):
@@ -292,7 +296,7 @@ def component_statistics(X, patterns, mean, cov, n_observed, resp):
             if m < X.shape[1]:
                 Xo = Xo[:, obs]
             resid = Xo - mean[obs]
-            inv_chol = _triangular_inverse(_cholesky(cov[np.ix_(obs, obs)]))
+            inv_chol = _inverse_cholesky(cov[np.ix_(obs, obs)])[0]
             gain = inv_chol.T @ (inv_chol @ cov[np.ix_(obs, other)])  # S_OO^-1 S_OM
             a = r @ resid
             C = (resid * r[:, None]).T @ resid

@@ -99,9 +99,9 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         with twice the states overfits (see the user guide). ``"auto"``: with
         ``n_hidden_states="auto"``, chosen with ``k'`` on the same held-out rows - members
         added one at a time, at most 4, while the held-out log-likelihood of the average
-        gains (``n_members_scores_``); with a given
-        ``k'``, one fit. Needs every column at a leaf (one fit is kept otherwise, with a
-        warning for a number); costs ``n_members_`` final fits.
+        gains (``n_members_scores_``); with a given ``k'``, one fit. Needs every column at
+        a leaf (one fit is kept otherwise, with a warning for a number); costs
+        ``n_members_`` final fits.
     max_iter : int, default=300
         EM iterations that polish the moment estimate (``0``: the moment estimate).
     tol : float, default=1e-4

@@ -236,7 +236,6 @@ def nonparanormal_distance(X):
     """Nonparanormal tree metric: :func:`gaussian_distance` after mapping every column to
     normal scores ``Phi^-1(rank / (n + 1))`` (Liu, Lafferty & Wasserman 2009), the second
     baseline of papers/002 Fig. 1."""
-
     X = _continuous(X)
     n = X.shape[0]
     Z = ndtri(rankdata(X, axis=0) / (n + 1.0))
