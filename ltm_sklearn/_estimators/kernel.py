@@ -37,10 +37,11 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
-from sklearn.utils import check_random_state
+from sklearn.base import _fit_context, clone
+from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .._algorithms.em import fit_em
 from .._algorithms.kernel_leaves import (
@@ -66,9 +67,18 @@ from .._engine.moments import (
     KernelMoments,
     MomentEstimator,
     RBFFeatureMap,
+    holdout_weights,
 )
 from .._engine.tree import LatentTree
-from .base import BaseLatentTree, FittedModel, check_frame_dtypes, is_dask_collection
+from .base import (
+    _TIE_TOL,
+    _VALIDATION_SHARE,
+    BaseLatentTree,
+    FittedModel,
+    check_frame_dtypes,
+    is_dask_collection,
+)
+from .gaussian import GaussianLatentTree
 
 #: leaf bandwidths tried per column, as multiples of Silverman's ``1.06 n^(-1/5)`` (in
 #: standard deviations of the column)
@@ -180,6 +190,19 @@ class KernelLatentTree(BaseLatentTree):
         ``"gaussian"`` and ``"nonparanormal"`` run neighbor joining on the Gaussian metric
         ``-log |corr|`` or its rank-Gaussianised version (the baselines of papers/002
         Fig. 1; continuous columns and complete rows only, ignoring ``sample_weight``).
+    hidden : {"discrete", "gaussian", "auto"}, default="discrete"
+        The form of the hidden variables. ``"discrete"``: the kernel model above (hidden
+        states, bump leaves). ``"gaussian"``: continuous linear-Gaussian hidden variables
+        over Gaussian columns, with a discrete root switching between linear regimes
+        when BIC wants one - a :class:`~ltm_sklearn.GaussianLatentTree` with its defaults
+        (structure, components and Yeo-Johnson margins chosen by BIC; ``tree`` when
+        given; ``tol`` and ``random_state`` passed on), fitted into
+        ``gaussian_model_``; continuous columns only. ``"auto"``: the form of larger
+        held-out log-likelihood (``hidden_scores_``) on an 80/20 split of the training
+        rows (the split of ``structure="auto"``), both forms fitted on the 80%, the
+        chosen one re-fitted on all rows; with a categorical column only the discrete
+        form applies and is fitted directly. Follow linear dependence between columns
+        with ``"gaussian"``, clusters and non-Gaussian shapes with ``"discrete"``.
     categorical_features : "from_dtype", array-like of int, str or bool, or None, \
             default="from_dtype"
         Which columns are categorical (indicator leaves: papers/002 section 4, indicator
@@ -223,6 +246,18 @@ class KernelLatentTree(BaseLatentTree):
 
     Attributes
     ----------
+    hidden_ : str
+        The form fitted, ``"discrete"`` or ``"gaussian"``. With ``"gaussian"`` the fitted
+        attributes are ``hidden_``, ``hidden_scores_``, ``gaussian_model_``, ``tree_``,
+        ``structure_``, ``is_categorical_``, ``categories_``, ``n_features_in_`` (and
+        ``feature_names_in_``); the others below belong to the discrete form.
+    hidden_scores_ : dict
+        ``hidden="auto"`` with continuous columns only: held-out log-likelihood per row of
+        each form (``{"discrete": ..., "gaussian": ...}``); empty otherwise.
+    gaussian_model_ : GaussianLatentTree
+        The fitted Gaussian form (only when ``hidden_ == "gaussian"``); ``score_samples``,
+        ``conditional_mean``, ``conditional_variance``, ``predict_proba`` (posterior of
+        its discrete root) and ``sample`` read it.
     tree_ : LatentTree
     structure_ : str
         The structure used (``"given"``, the method, or the one ``"auto"`` chose).
@@ -306,6 +341,7 @@ class KernelLatentTree(BaseLatentTree):
         **BaseLatentTree._parameter_constraints,
         "n_hidden_states": [Interval(Integral, 1, None, closed="left")],
         "structure": [StrOptions(set(KERNEL_STRUCTURES))],
+        "hidden": [StrOptions({"discrete", "gaussian", "auto"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -319,6 +355,7 @@ class KernelLatentTree(BaseLatentTree):
         *,
         tree=None,
         structure="me",
+        hidden="discrete",
         categorical_features="from_dtype",
         categories="auto",
         n_components=50,
@@ -334,6 +371,7 @@ class KernelLatentTree(BaseLatentTree):
         self.n_hidden_states = n_hidden_states
         self.tree = tree
         self.structure = structure
+        self.hidden = hidden
         self.categorical_features = categorical_features
         self.categories = categories
         self.n_components = n_components
@@ -353,7 +391,7 @@ class KernelLatentTree(BaseLatentTree):
 
     # ------------------------------------------------------------------ data hooks
     _allowed_kinds = "biufOSUb"
-    _warning_stacklevel = 4  # fit adds one frame
+    _warning_stacklevel = 5  # fit and its validation context add two frames
 
     def _validate_X(self, X, reset):
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
@@ -716,6 +754,7 @@ class KernelLatentTree(BaseLatentTree):
         evidence.log_scale = log_scale
         return evidence
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Fit the latent tree density.
 
@@ -739,7 +778,92 @@ class KernelLatentTree(BaseLatentTree):
                 "KernelLatentTree does not fit Dask collections (its feature maps need "
                 "quantiles of every column); fit it on a sample in memory."
             )
-        return super().fit(X, y, sample_weight)
+        self._forget_fit()
+        check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
+        categorical = np.flatnonzero(self._categorical_mask(X))
+        if self.hidden == "gaussian" and categorical.size:
+            names = [str(c) for c in X.columns[categorical]] if hasattr(X, "columns") else None
+            raise ValueError(
+                f"hidden='gaussian' models continuous columns only, but column(s) "
+                f"{names or categorical.tolist()} are categorical: use hidden='discrete', or "
+                "hidden='auto' (which keeps the discrete form on mixed tables)."
+            )
+        scores = {}
+        if self.hidden == "discrete" or categorical.size:
+            form = "discrete"
+        elif self.hidden == "gaussian":
+            form = "gaussian"
+        else:
+            scores = self._form_scores(X, sample_weight)
+            better = scores["gaussian"] > scores["discrete"] + _TIE_TOL
+            form = "gaussian" if better else "discrete"
+        if form == "discrete":
+            super().fit(X, y, sample_weight)
+        else:
+            self._fit_gaussian(X, sample_weight)
+        self.hidden_, self.hidden_scores_ = form, scores
+        return self
+
+    def _forget_fit(self):
+        """Drop the fitted attributes of an earlier fit (the two forms have different
+        ones; private state is rebuilt by the discrete fit and not read by the Gaussian
+        form)."""
+        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("_")]:
+            delattr(self, name)
+
+    def _gaussian_estimator(self, tree=None):
+        """The Gaussian form (unfitted): its own defaults, ``tree`` when given."""
+        return GaussianLatentTree(
+            structure="auto" if tree is None else tree,
+            tol=self.tol,
+            random_state=self.random_state,
+        )
+
+    def _fit_gaussian(self, X, sample_weight):
+        """Fit the Gaussian form on ``X`` (continuous columns) into ``gaussian_model_``."""
+        A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else [str(f) for f in names]
+        tree = None
+        if self.tree is not None:
+            tree = LatentTree.coerce(self.tree, A.shape[1], feature_names=names)
+        model = self._gaussian_estimator(tree).fit(A, sample_weight=sample_weight)
+        self.gaussian_model_ = model
+        self.tree_ = LatentTree(model.tree_.edges, A.shape[1], feature_names=names)
+        self.structure_ = model.structure_
+        self.is_categorical_ = np.zeros(A.shape[1], dtype=bool)
+        self.categories_ = [None] * A.shape[1]
+
+    def _form_scores(self, X, sample_weight):
+        """``hidden="auto"``: held-out log-likelihood per row of the discrete and the
+        Gaussian form, both fitted on the training part of the split of
+        :meth:`_selection_split` (:func:`~ltm_sklearn._engine.moments.holdout_weights` on
+        the rows' values)."""
+        A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
+        sample_weight = _check_sample_weight(
+            sample_weight, A, dtype=float, ensure_non_negative=True
+        )
+        rows = np.flatnonzero(sample_weight > 0)
+        seed = self.random_state if isinstance(self.random_state, Integral) else 0
+        held, train_w, _ = holdout_weights(A[rows].T, sample_weight[rows], _VALIDATION_SHARE, seed)
+        val, train = rows[held > 0], rows[train_w > 0]
+        if sample_weight.sum() < 10 or val.size == 0 or train.size < 2:
+            raise ValueError(
+                "hidden='auto' holds out a fifth of the rows to choose the form and needs at "
+                f"least 10 rows, got a total weight of {sample_weight.sum():g}. Pass "
+                "hidden='discrete' or hidden='gaussian'."
+            )
+        X_train, X_val = _safe_indexing(X, train), _safe_indexing(X, val)
+        w_train, w_val = train_w[train_w > 0], held[held > 0]
+        forms = {
+            "discrete": clone(self).set_params(hidden="discrete"),
+            "gaussian": clone(self).set_params(hidden="gaussian"),
+        }
+        scores = {}
+        for form, model in forms.items():
+            model.fit(X_train, sample_weight=w_train)
+            scores[form] = float(np.average(model.score_samples(X_val), weights=w_val))
+        return scores
 
     def _model_log_density(self, fitted, Z):
         """Log-density of standardised rows under ``fitted``, in the units of ``X``."""
@@ -760,14 +884,79 @@ class KernelLatentTree(BaseLatentTree):
         fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
         return self._model_log_density(fitted, data.X)
 
+    # ------------------------------------------------------------------ the two forms
+    def _gaussian_form(self):
+        check_is_fitted(self)
+        return self.hidden_ == "gaussian"
+
+    def _gaussian_rows(self, X):
+        """``X`` validated against the fit, as floats (what ``gaussian_model_`` reads)."""
+        return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
+
+    def score_samples(self, X):
+        """Log-density of each row in the units of ``X`` (times the probability of the
+        categorical entries); NaN entries are marginalised out exactly.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        if self._gaussian_form():
+            return self.gaussian_model_.score_samples(self._gaussian_rows(X))
+        return super().score_samples(X)
+
+    def predict_proba(self, X):
+        """Posterior of the root's states given each row: the root hidden variable of the
+        discrete form (see :meth:`BaseLatentTree.predict_proba`), the discrete root (the
+        component) of the Gaussian form.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            Rows sum to 1.
+        """
+        if self._gaussian_form():
+            return self.gaussian_model_.predict_proba(self._gaussian_rows(X))
+        return super().predict_proba(X)
+
+    def predict_hidden_proba(self, X):
+        """Posterior ``P(h | x)`` of every hidden node of the discrete form (see
+        :meth:`BaseLatentTree.predict_hidden_proba`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_hidden_nodes, n_states)
+        """
+        if self._gaussian_form():
+            raise AttributeError(
+                "predict_hidden_proba: the Gaussian form's hidden variables are continuous "
+                "and have no states; use conditional_mean on the columns, or predict_proba "
+                "for the discrete root."
+            )
+        return super().predict_hidden_proba(X)
+
+    def sample(self, n_samples=1, random_state=None):
+        """Draw rows from the fitted model.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            In the units of ``X`` (an object array when there are categorical columns).
+        """
+        if self._gaussian_form():
+            return self.gaussian_model_.sample(n_samples, random_state)
+        return super().sample(n_samples, random_state)
+
     def raw_log_abs(self, X):
         """Sign and ``log |p_hat(x)|`` of the raw kernel estimate of papers/002 (sections
         4.2-4.3, renormalised to integrate to one), in the units of ``X``.
 
         For research: it can be negative and is *not* what :meth:`score_samples` returns.
-        ``None`` when the tree has no hidden node (``structure_ == "chow_liu"``).
+        ``None`` when the tree has no hidden node (``structure_ == "chow_liu"``) and for
+        the Gaussian form.
         """
-        check_is_fitted(self)
+        if self._gaussian_form():
+            return None
         if getattr(self, "raw_estimate_", None) is None:
             return None
         data = self._encode(self._validate_X(X, reset=False))
@@ -780,9 +969,11 @@ class KernelLatentTree(BaseLatentTree):
         """``E[X_target | observed entries of each row]`` under the fitted density.
 
         The target column of ``X`` is ignored; NaN entries of the other columns are
-        marginalised out. ``int x p(x, x_rest) dx / int p(x, x_rest) dx`` is two message
-        passes: the target leaf sends its centres (shifted to be positive) and then ones,
-        since every bump integrates to one and has its centre as mean.
+        marginalised out. In the discrete form ``int x p(x, x_rest) dx / int p(x, x_rest)
+        dx`` is two message passes: the target leaf sends its centres (shifted to be
+        positive) and then ones, since every bump integrates to one and has its centre as
+        mean. The Gaussian form conditions exactly
+        (:meth:`GaussianLatentTree.conditional_mean`).
 
         Parameters
         ----------
@@ -794,7 +985,36 @@ class KernelLatentTree(BaseLatentTree):
         -------
         ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
+        return self._conditional_moments(X, target, variance=False)[0]
+
+    def conditional_variance(self, X, target):
+        """``Var[X_target | observed entries of each row]`` under the fitted density.
+
+        As :meth:`conditional_mean`; in the discrete form one more message pass, the
+        target leaf sending the second moments ``(c - s)^2 + h^2`` of its bumps (centre
+        ``c`` shifted by ``s``, bandwidth ``h``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        target : int or str
+            Column index, or a feature name when fitted on a DataFrame.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            In the squared units of ``X``.
+        """
+        return self._conditional_moments(X, target, variance=True)[1]
+
+    def _conditional_moments(self, X, target, variance):
+        """``(conditional mean, conditional variance or None)`` of a continuous column."""
+        if self._gaussian_form():
+            j = self._target_index(target)
+            A = self._gaussian_rows(X)
+            if variance:
+                return None, self.gaussian_model_.conditional_variance(A, j)
+            return self.gaussian_model_.conditional_mean(A, j), None
         j = self._target_index(target)
         if self.is_categorical_[j]:
             raise TypeError(
@@ -805,14 +1025,22 @@ class KernelLatentTree(BaseLatentTree):
         Z[:, j] = np.nan
         centres = self.centres_[j]
         shift = centres.min() - 1.0  # positive messages: E[x] = E[x - shift] + shift
-        out = np.empty(Z.shape[0])
+        first = centres - shift
+        mean, second = np.empty(Z.shape[0]), np.empty(Z.shape[0])
         for start in range(0, Z.shape[0], _SCORE_BLOCK):
             ev = self._evidence(Z[start : start + _SCORE_BLOCK])
             den = log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev)
-            ev.vectors[j] = np.repeat((centres - shift)[None, :], ev.n_rows, axis=0)
+            ev.vectors[j] = np.repeat(first[None, :], ev.n_rows, axis=0)
             num = log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev)
-            out[start : start + _SCORE_BLOCK] = np.exp(num - den) + shift
-        return out * self.scale_[j] + self.center_[j]
+            mean[start : start + _SCORE_BLOCK] = np.exp(num - den)
+            if variance:
+                moment = first**2 + self._leaf_widths[j] ** 2
+                ev.vectors[j] = np.repeat(moment[None, :], ev.n_rows, axis=0)
+                num = log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev)
+                second[start : start + _SCORE_BLOCK] = np.exp(num - den)
+        scale = self.scale_[j]
+        var = np.maximum(second - mean**2, 0.0) * scale**2 if variance else None
+        return (mean + shift) * scale + self.center_[j], var
 
     def conditional_proba(self, X, target):
         """``P(X_target = v | observed entries of each row)`` for every category ``v`` of a
@@ -878,7 +1106,9 @@ class KernelLatentTree(BaseLatentTree):
 
     def _shared_params(self):
         """Parameters that make per-class models of a classifier share this fit's tree,
-        smoothing and column types."""
+        smoothing and column types (the Gaussian form: its form and tree)."""
+        if self._gaussian_form():
+            return {"hidden": "gaussian", "tree": self.tree_}
         return {
             "tree": self.tree_,
             "bandwidth": self.bandwidths_,

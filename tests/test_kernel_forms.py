@@ -1,0 +1,141 @@
+"""KernelLatentTree's forms of hidden variables: discrete, Gaussian, and the choice."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ltm_sklearn import GaussianLatentTree, KernelLatentTree, LatentTreeClassifier
+from ltm_sklearn.datasets import (
+    GaussianLatentTreeModel,
+    GaussianLeafTreeModel,
+    balanced_binary_tree,
+)
+
+
+def _numerical_moments(est, row, j, lo, hi, n=8001):
+    """Conditional mean and variance of column ``j`` given the rest of ``row``, by the
+    trapezoid rule on ``score_samples`` over a grid (and the mass of the grid)."""
+    grid = np.linspace(lo, hi, n)
+    rows = np.repeat(row[None, :], n, axis=0)
+    rows[:, j] = grid
+    dens = np.exp(est.score_samples(rows))
+    mass = np.trapezoid(dens, grid)
+    mean = np.trapezoid(grid * dens, grid) / mass
+    return mean, np.trapezoid((grid - mean) ** 2 * dens, grid) / mass
+
+
+@pytest.fixture(scope="module")
+def gaussian_truth():
+    return GaussianLatentTreeModel.random(balanced_binary_tree(6), random_state=0)
+
+
+@pytest.fixture(scope="module")
+def leaf_truth():
+    return GaussianLeafTreeModel.random(balanced_binary_tree(6), 2, random_state=0)
+
+
+@pytest.mark.parametrize(
+    ("truth", "form"), [("gaussian_truth", "gaussian"), ("leaf_truth", "discrete")]
+)
+def test_auto_picks_the_form_of_the_truth(truth, form, request):
+    truth = request.getfixturevalue(truth)
+    X = truth.sample(3000, random_state=1)
+    X_test = truth.sample(2000, random_state=2)
+    est = KernelLatentTree(hidden="auto", random_state=0).fit(X)
+    assert est.hidden_ == form
+    assert set(est.hidden_scores_) == {"discrete", "gaussian"}
+    other = {"gaussian": "discrete", "discrete": "gaussian"}[form]
+    assert est.hidden_scores_[form] > est.hidden_scores_[other]
+    # the chosen form is re-fitted on all rows: the same model as fitting it directly
+    direct = KernelLatentTree(hidden=form, random_state=0).fit(X)
+    np.testing.assert_allclose(est.score_samples(X_test), direct.score_samples(X_test))
+    gap = truth.log_likelihood(X_test).mean() - est.score(X_test)
+    assert 0 <= gap < 0.05
+
+
+def test_gaussian_form_is_the_gaussian_latent_tree(gaussian_truth):
+    X = gaussian_truth.sample(1500, random_state=3)
+    X[::7, 2] = np.nan
+    est = KernelLatentTree(hidden="gaussian", random_state=0).fit(X)
+    ref = GaussianLatentTree(random_state=0).fit(X)
+    Q = gaussian_truth.sample(50, random_state=4)
+    Q[::3, 1] = np.nan
+    np.testing.assert_allclose(est.score_samples(Q), ref.score_samples(Q))
+    np.testing.assert_allclose(est.conditional_mean(Q, 0), ref.conditional_mean(Q, 0))
+    np.testing.assert_allclose(est.conditional_variance(Q, 0), ref.conditional_variance(Q, 0))
+    np.testing.assert_allclose(est.predict_proba(Q), ref.predict_proba(Q))
+    np.testing.assert_array_equal(est.sample(5, random_state=0), ref.sample(5, random_state=0))
+    assert est.hidden_ == "gaussian" and est.hidden_scores_ == {}
+    assert est.tree_.edges == ref.tree_.edges
+    assert est.raw_log_abs(Q) is None
+    with pytest.raises(AttributeError, match="continuous and have no states"):
+        est.predict_hidden_proba(Q)
+    # a re-fit in the discrete form forgets the Gaussian one
+    est.set_params(hidden="discrete").fit(X)
+    assert not hasattr(est, "gaussian_model_") and est.hidden_ == "discrete"
+    assert est.predict_hidden_proba(Q).shape[0] == len(Q)
+
+
+def test_gaussian_form_uses_a_given_tree_and_feature_names(gaussian_truth):
+    X = pd.DataFrame(gaussian_truth.sample(800, random_state=5), columns=list("abcdef"))
+    tree = balanced_binary_tree(6)
+    est = KernelLatentTree(hidden="gaussian", tree=tree, random_state=0).fit(X)
+    assert est.structure_ == "given"
+    assert est.tree_.feature_names == list("abcdef")
+    np.testing.assert_allclose(
+        est.conditional_mean(X.iloc[:4], "c"), est.conditional_mean(X.iloc[:4], 2)
+    )
+    with pytest.raises(ValueError, match="feature names"):
+        est.score_samples(X.rename(columns={"a": "z"}))
+
+
+@pytest.mark.parametrize("hidden", ["discrete", "gaussian"])
+def test_conditional_moments_match_numerical_integration(hidden, leaf_truth):
+    X = leaf_truth.sample(1500, random_state=6)
+    est = KernelLatentTree(hidden=hidden, random_state=0).fit(X)
+    Q = leaf_truth.sample(4, random_state=7)
+    Q[1, 4] = np.nan  # a missing entry among the conditioning columns
+    # the wide bump of every column has 3 standard deviations: its tails reach far
+    lo, hi = X[:, 3].mean() - 30 * X[:, 3].std(), X[:, 3].mean() + 30 * X[:, 3].std()
+    mean, var = est.conditional_mean(Q, 3), est.conditional_variance(Q, 3)
+    for i, row in enumerate(Q):
+        m, v = _numerical_moments(est, row, 3, lo, hi)
+        assert mean[i] == pytest.approx(m, rel=1e-7, abs=1e-9)
+        assert var[i] == pytest.approx(v, rel=1e-7)
+    assert np.all(var > 0)
+
+
+def test_mixed_tables_keep_the_discrete_form():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(
+        {
+            "x": rng.normal(size=300),
+            "y": rng.normal(size=300),
+            "colour": pd.Categorical(rng.choice(["red", "blue"], 300)),
+        }
+    )
+    est = KernelLatentTree(hidden="auto", random_state=0).fit(X)
+    assert est.hidden_ == "discrete" and est.hidden_scores_ == {}
+    assert np.isfinite(est.score(X))
+    with pytest.raises(ValueError, match=r"hidden='gaussian'.*\['colour'\] are categorical"):
+        KernelLatentTree(hidden="gaussian").fit(X)
+
+
+def test_auto_refuses_too_few_rows():
+    X = np.random.default_rng(0).normal(size=(6, 3))
+    with pytest.raises(ValueError, match="needs at least 10 rows"):
+        KernelLatentTree(hidden="auto").fit(X)
+    # the explicit forms still fit (as the discrete one did before)
+    assert np.isfinite(KernelLatentTree(hidden="gaussian", random_state=0).fit(X).score(X))
+
+
+def test_classifier_over_the_forms(gaussian_truth):
+    X = gaussian_truth.sample(600, random_state=8)
+    y = (X[:, 0] > np.median(X[:, 0])).astype(int)
+    X[:, 0] += 0.5 * y
+    clf = LatentTreeClassifier(
+        KernelLatentTree(hidden="auto", random_state=0), shared_tree=True
+    ).fit(X, y)
+    assert {est.hidden_ for est in clf.estimators_} == {"gaussian"}
+    proba = clf.predict_proba(X[:10])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
