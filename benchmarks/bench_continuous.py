@@ -58,6 +58,14 @@ GAUSSIAN = {
     "GaussianLatentTree": {},
     "GaussianLatentTree (structure='me')": {"structure": "me"},
 }
+#: the one way in (``--forms``): KernelLatentTree choosing the form of its hidden
+#: variables by held-out likelihood, at the k' that the grid of run_table chose per fold
+#: for structure="auto"
+FORMS = {
+    "KernelLatentTree (structure='auto', hidden='auto')": {"structure": "auto", "hidden": "auto"}
+}
+#: the setting of run_table whose k' per fold the forms reuse
+FORMS_K_FROM = "KernelLatentTree (structure='auto')"
 
 
 # ---------------------------------------------------------------------- data
@@ -445,6 +453,48 @@ def run_gaussian(name, quick=False):
     return res
 
 
+def run_forms(name, k_per_fold, quick=False):
+    """KernelLatentTree with ``hidden="auto"`` on a table, on the folds and hidden entries
+    of :func:`run_table` (same seeds), with ``n_hidden_states`` the ``k_per_fold`` that its
+    grid chose for ``structure="auto"``; the chosen form per fold under "structure"."""
+    from sklearn.model_selection import StratifiedKFold
+
+    X, y = load(name)
+    folds = StratifiedKFold(3 if quick else 5, shuffle=True, random_state=0)
+    rng = np.random.default_rng(0)  # the same hidden entries as run_table
+    res = {"ll": {}, "mae": {}, "k": {}, "time": {}, "structure": {}}
+
+    def add(kind, model, value):
+        res[kind].setdefault(model, []).append(value if kind == "structure" else float(value))
+
+    for fold, (tr, te) in enumerate(folds.split(X, y)):
+        A, B = standardise(X.iloc[tr].reset_index(drop=True), X.iloc[te].reset_index(drop=True))
+        num = numeric_columns(A)
+        Q, mask = hide(B, 0.2, rng)
+        for label, params in FORMS.items():
+            k = int(k_per_fold[fold])
+            t0 = time.perf_counter()
+            est = KernelLatentTree(k, random_state=0, **params).fit(A)
+            add("time", label, time.perf_counter() - t0)
+            add("k", label, k)
+            add("structure", label, f"{est.hidden_}: {est.structure_}")
+            add("ll", label, est.score(B))
+            errs = []
+            for c in num:
+                rows = np.flatnonzero(mask[:, list(B.columns).index(c)])
+                if rows.size:
+                    errs.append(
+                        np.abs(est.conditional_mean(Q.iloc[rows], c) - B[c].to_numpy()[rows])
+                    )
+            add("mae", label, np.concatenate(errs).mean())
+        print(
+            name,
+            {m: (v[-1], round(res["ll"][m][-1], 3)) for m, v in res["structure"].items()},
+            flush=True,
+        )
+    return res
+
+
 def run_classification(name, quick=False):
     """Classification with ``n_hidden_states`` chosen for classification: an inner 3-fold
     grid on log-loss over 1, 2, 4 (the classifier a user would grid-search), default
@@ -530,8 +580,12 @@ def report(results, quick=False):
             + markdown_table(
                 ["model", *tables],
                 [
-                    [m] + [f"{np.mean(results[t]['mae'][m]):.3f}" for t in tables]
-                    for m in results[tables[0]]["mae"]
+                    [m]
+                    + [
+                        f"{np.mean(results[t]['mae'][m]):.3f}" if m in results[t]["mae"] else "-"
+                        for t in tables
+                    ]
+                    for m in _ours_first({m for t in tables for m in results[t]["mae"]})
                 ],
             )
         )
@@ -599,7 +653,8 @@ def report(results, quick=False):
                     f"{np.mean(results[t]['time'][m]):.0f}",
                 ]
                 for t in results
-                for m in OURS
+                for m in [*OURS, *FORMS]
+                if m in results[t]["k"]
             ],
         )
     )
@@ -630,7 +685,8 @@ def report(results, quick=False):
                         f"{_time_ratio(results[t]['time'], m):.1f}x",
                     ]
                     for t in timed
-                    for m in GAUSSIAN
+                    for m in [*GAUSSIAN, *FORMS]
+                    if m in results[t]["time"]
                 ],
             )
         )
@@ -686,6 +742,12 @@ def main():
         help="run only GaussianLatentTree on the numeric tables (merged into the report)",
     )
     parser.add_argument(
+        "--forms",
+        action="store_true",
+        help="run only KernelLatentTree(hidden='auto') on every table, at the k' per fold "
+        "of a saved run (merged into the report)",
+    )
+    parser.add_argument(
         "--report-only",
         action="store_true",
         help="write the report from the saved per-table results (tables run in parallel "
@@ -700,6 +762,12 @@ def main():
         for name in [n for n in names if n in NUMERIC]:
             res = run_gaussian(name, args.quick)
             (parts / f"{name}_gaussian.json").write_text(json.dumps(res))
+        return
+    if args.forms:
+        for name in names:
+            saved = json.loads((parts / f"{name}.json").read_text())
+            res = run_forms(name, saved["k"][FORMS_K_FROM], args.quick)
+            (parts / f"{name}_forms.json").write_text(json.dumps(res))
         return
     if args.classification:
         for name in names:
@@ -719,10 +787,11 @@ def main():
             extra = parts / f"{name}_classification.json"
             if extra.exists():
                 results[name]["classification"] = json.loads(extra.read_text())
-            gaussian = parts / f"{name}_gaussian.json"
-            if gaussian.exists():
-                for kind, values in json.loads(gaussian.read_text()).items():
-                    results[name].setdefault(kind, {}).update(values)
+            for part in ("gaussian", "forms"):
+                path = parts / f"{name}_{part}.json"
+                if path.exists():
+                    for kind, values in json.loads(path.read_text()).items():
+                        results[name].setdefault(kind, {}).update(values)
     report(results, args.quick)
 
 
