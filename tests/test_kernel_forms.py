@@ -139,3 +139,33 @@ def test_classifier_over_the_forms(gaussian_truth):
     assert {est.hidden_ for est in clf.estimators_} == {"gaussian"}
     proba = clf.predict_proba(X[:10])
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("case", ["constant", "duplicated", "collinear", "huge", "all-NaN", "inf"])
+def test_bad_columns_get_finite_fits_or_clear_errors(case):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    X[:, 1] += X[:, 0]
+    if case == "constant":
+        X[:, 2] = 5.0
+    elif case == "duplicated":
+        X[:, 2] = X[:, 0]
+    elif case == "collinear":
+        X[:, 2] = 2 * X[:, 0] - X[:, 1]
+    elif case == "huge":
+        X[:, 2] *= 1e9
+    elif case == "all-NaN":
+        X[:, 2] = np.nan
+    else:
+        X[5, 2] = np.inf
+    est = KernelLatentTree(hidden="auto", random_state=0)
+    if case == "all-NaN":
+        with pytest.raises(ValueError, match="no observed value"):
+            est.fit(X)
+    elif case == "inf":
+        with pytest.raises(ValueError, match="infinity"):
+            est.fit(X)
+    else:
+        scores = est.fit(X).score_samples(X)
+        assert np.all(np.isfinite(scores))
+        assert all(np.isfinite(v) for v in est.hidden_scores_.values())
