@@ -301,3 +301,18 @@ def test_n_members_auto_grows_members_on_the_held_out_rows_with_k():
     assert again.n_members_scores_ == scores
     est.set_params(n_hidden_states=2).fit(X)
     assert est.n_members_ == 1 and not hasattr(est, "n_members_scores_")
+
+
+def test_passes_run_with_one_blas_thread():
+    from threadpoolctl import threadpool_info
+
+    from ltm_sklearn._engine.threads import single_threaded_blas
+
+    def blas_threads():
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    before = blas_threads()
+    with single_threaded_blas():
+        inside = blas_threads()
+    assert inside and all(n == 1 for n in inside)
+    assert blas_threads() == before  # restored on exit

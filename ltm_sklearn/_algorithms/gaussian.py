@@ -32,8 +32,8 @@ from scipy.optimize import lsq_linear
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 from scipy.special import logsumexp
-from threadpoolctl import threadpool_limits
 
+from .._engine.threads import single_threaded_blas
 from .structure.chow_liu import chow_liu
 from .structure.distances import pairwise_correlation
 
@@ -244,7 +244,7 @@ def component_log_density(X, patterns, mean, cov, n_observed):
 
 def mixture_log_density(X, tree, params, patterns=None):
     """``log p(x)`` of each row, and ``log p(k, x)`` per component (NaN marginalised)."""
-    with threadpool_limits(1, user_api="blas"):
+    with single_threaded_blas():
         return _mixture_log_density(X, tree, params, patterns)
 
 
@@ -512,7 +512,7 @@ def fit_gaussian_tree(
     converged : bool
     """
     # small dense blocks: BLAS threads cost more than they give (and starve on busy cores)
-    with threadpool_limits(1, user_api="blas"):
+    with single_threaded_blas():
         return _fit(
             X,
             tree,

@@ -1,5 +1,6 @@
 """Layer 1, the engine: the tree topology (:mod:`.tree`), categorical encoding and moment
-statistics (:mod:`.moments`), message passing and sampling (:mod:`.inference`).
+statistics (:mod:`.moments`), message passing and sampling (:mod:`.inference`), the BLAS
+threads of the passes (:mod:`.threads`).
 
 Imports nothing else of the package.
 """

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from threadpoolctl import threadpool_limits
+
+from .threads import single_threaded_blas
 
 MISSING = -1
 UNSEEN = -2
@@ -200,9 +201,7 @@ def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, *arg
         w = None if weights is None else weights[s]
         return func(evidence.block(s), w, tree, root_marginal, cpts, *args)
 
-    # single-threaded BLAS: the products are small (k' x k' by k' x rows), and BLAS
-    # threads that wait for each other on busy cores slowed an E-step 50-fold (measured)
-    with threadpool_limits(1, user_api="blas"):
+    with single_threaded_blas():
         if jobs == 1 or len(blocks) == 1:
             return [call(s) for s in blocks]
         return Parallel(n_jobs=jobs, prefer="threads")(delayed(call)(s) for s in blocks)
