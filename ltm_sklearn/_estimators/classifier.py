@@ -72,6 +72,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         and stays a candidate). The candidate with the lowest log-loss (within 1e-6: the
         simpler) is refitted on all rows. ``GridSearchCV`` with ``scoring="neg_log_loss"``
         over the estimator's ``n_hidden_states`` remains the alternative.
+        A :class:`~ltm_sklearn.KernelLatentTree` with ``hidden="auto"`` has the form of
+        its hidden variables chosen the same way, once for all classes: the discrete
+        form (at the ``k'`` above when ``"auto"``) against the Gaussian one, by
+        out-of-fold log-loss (ties: discrete; tables with a categorical column keep the
+        discrete form). Per class, the Gaussian form often fits the density better and
+        classifies worse: on the segment table its per-class fits are overconfident
+        (log-loss 7.9 vs 0.51 on one fold).
     random_state : int, RandomState instance or None, default=None
         The held-out folds of ``n_hidden_states="auto"`` (``None``: fixed folds) and,
         when given, the ``random_state`` of class models whose estimator has none, so
@@ -92,6 +99,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     independence_score_ : float
         Out-of-fold log-loss of the independence candidate (``n_hidden_states="auto"``
         with an estimator whose structure is ``"auto"``).
+    hidden_ : str
+        The form set on every class model (an estimator with ``hidden="auto"`` only).
+    hidden_scores_ : dict
+        Out-of-fold log-loss of each form (an estimator with ``hidden="auto"`` only).
     class_params_ : dict
         The parameters ``n_hidden_states="auto"`` set on every class model, e.g.
         ``{"n_hidden_states": 2}`` or ``{"structure": "star", "n_hidden_states": 1,
@@ -188,13 +199,34 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             shared = base._shared_encoding(X, declared)
         if self.random_state is not None and base.get_params().get("random_state", 0) is None:
             shared["random_state"] = check_random_state(self.random_state).randint(2**31 - 1)
-        for name in ("n_hidden_states_scores_", "independence_score_", "class_params_"):
+        for name in (
+            "n_hidden_states_scores_",
+            "independence_score_",
+            "class_params_",
+            "hidden_",
+            "hidden_scores_",
+        ):
             self.__dict__.pop(name, None)
+        # the form of a continuous model's hidden variables, chosen for classification
+        choose_form = base.get_params().get("hidden") == "auto" and not self._has_categorical(
+            base, shared, X
+        )
+        if choose_form:
+            shared["hidden"] = "discrete"  # k' is chosen for the discrete form
+        folds = loss = None
+        if self.n_hidden_states == "auto" or choose_form:
+            what = "n_hidden_states='auto'" if self.n_hidden_states == "auto" else "hidden='auto'"
+            folds = self._selection_folds(y_idx, what)
         if self.n_hidden_states == "auto":
-            self.class_params_ = self._choose_hidden_states(base, shared, X, y_idx, sample_weight)
+            self.class_params_, loss = self._choose_hidden_states(
+                base, shared, X, y_idx, sample_weight, folds
+            )
             shared.update(self.class_params_)
         elif self.n_hidden_states is not None:
             shared["n_hidden_states"] = int(self.n_hidden_states)
+        if choose_form:
+            self.hidden_ = self._choose_form(base, shared, X, y_idx, sample_weight, folds, loss)
+            shared["hidden"] = self.hidden_
         if "n_hidden_states" in shared:
             self.n_hidden_states_ = shared["n_hidden_states"]
         else:
@@ -234,18 +266,15 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             candidate["alpha"] = alpha
         return candidate
 
-    def _choose_hidden_states(self, base, shared, X, y_idx, sample_weight):
-        """``n_hidden_states="auto"``: the class models' parameters by out-of-fold
-        log-loss (see the class docstring); sets ``n_hidden_states_scores_`` and
-        ``independence_score_``."""
+    def _selection_folds(self, y_idx, what):
+        """Train / held-out folds of the out-of-fold choices (see ``n_hidden_states``)."""
         seed = self.random_state if self.random_state is not None else 0
         counts = np.bincount(y_idx)
         large = np.flatnonzero(np.isin(y_idx, np.flatnonzero(counts >= 5)))
         if large.size < 10:
             raise ValueError(
-                "n_hidden_states='auto' holds out rows to choose k' and needs at least 10 "
-                f"rows in classes of 5 rows or more, got {large.size}. Pass an integer "
-                "n_hidden_states."
+                f"{what} holds out rows to choose by log-loss and needs at least 10 rows in "
+                f"classes of 5 rows or more, got {large.size}."
             )
         # classes of fewer than 5 rows keep all their rows for training
         if large.size <= _AUTO_CV_ROWS:
@@ -257,22 +286,35 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         for _, outer in splitter.split(np.zeros((large.size, 1)), y_idx[large]):
             val = np.sort(large[outer])
             folds.append((np.setdiff1d(np.arange(len(y_idx)), val), val))
-        held = np.concatenate([val for _, val in folds])
-        w_val = sample_weight[held]
+        return folds
+
+    def _out_of_fold_loss(self, base, shared, params, folds, X, y_idx, sample_weight):
+        """Log-loss of every held-out row of ``folds`` with the class models ``base`` +
+        ``shared`` + ``params`` fitted on the rest."""
+        out = []
+        for train, val in folds:
+            prior, models = self._fit_classes(
+                base,
+                dict(shared, **params),
+                _safe_indexing(X, train),
+                y_idx[train],
+                sample_weight[train],
+            )
+            X_val = _safe_indexing(X, val)
+            joint = np.column_stack([m.score_samples(X_val) for m in models])
+            joint += np.log(prior)
+            log_post = joint - logsumexp(joint, axis=1, keepdims=True)
+            out.append(-log_post[np.arange(len(val)), y_idx[val]])
+        return np.concatenate(out)
+
+    def _choose_hidden_states(self, base, shared, X, y_idx, sample_weight, folds):
+        """``n_hidden_states="auto"``: the class models' parameters by out-of-fold
+        log-loss (see the class docstring) and their losses; sets
+        ``n_hidden_states_scores_`` and ``independence_score_``."""
+        w_val = sample_weight[np.concatenate([val for _, val in folds])]
 
         def losses_of(params):
-            out = []
-            for train, val in folds:
-                trial = dict(shared, **params)
-                prior, models = self._fit_classes(
-                    base, trial, _safe_indexing(X, train), y_idx[train], sample_weight[train]
-                )
-                X_val = _safe_indexing(X, val)
-                joint = np.column_stack([m.score_samples(X_val) for m in models])
-                joint += np.log(prior)
-                log_post = joint - logsumexp(joint, axis=1, keepdims=True)
-                out.append(-log_post[np.arange(len(val)), y_idx[val]])
-            return np.concatenate(out)
+            return self._out_of_fold_loss(base, shared, params, folds, X, y_idx, sample_weight)
 
         def mean(loss):
             return float(np.average(loss, weights=w_val))
@@ -302,7 +344,29 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # the best out-of-fold log-loss (ties within _TIE_TOL: the simpler candidate)
         means = [mean(loss) for loss in losses]
         low = min(means)
-        return candidates[next(i for i, m in enumerate(means) if m <= low + _TIE_TOL)]
+        chosen = next(i for i, m in enumerate(means) if m <= low + _TIE_TOL)
+        return candidates[chosen], losses[chosen]
+
+    @staticmethod
+    def _has_categorical(base, shared, X):
+        """Whether the class models see a categorical column (a kernel model's mask)."""
+        model = clone(base).set_params(**shared)
+        return bool(np.any(model._categorical_mask(X)))
+
+    def _choose_form(self, base, shared, X, y_idx, sample_weight, folds, discrete_loss):
+        """``hidden="auto"`` of the estimator: the form of lower out-of-fold log-loss
+        (ties: discrete), set in ``hidden_scores_``; ``discrete_loss`` when known."""
+        w_val = sample_weight[np.concatenate([val for _, val in folds])]
+        losses = {"discrete": discrete_loss}
+        for form in ("discrete", "gaussian"):
+            if losses.get(form) is None:
+                params = {"hidden": form}
+                losses[form] = self._out_of_fold_loss(
+                    base, shared, params, folds, X, y_idx, sample_weight
+                )
+        self.hidden_scores_ = {f: float(np.average(v, weights=w_val)) for f, v in losses.items()}
+        better = self.hidden_scores_["gaussian"] < self.hidden_scores_["discrete"] - _TIE_TOL
+        return "gaussian" if better else "discrete"
 
     def _joint_log_likelihood(self, X):
         check_is_fitted(self)

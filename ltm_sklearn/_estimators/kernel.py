@@ -202,7 +202,10 @@ class KernelLatentTree(BaseLatentTree):
         rows (the split of ``structure="auto"``), both forms fitted on the 80%, the
         chosen one re-fitted on all rows; with a categorical column only the discrete
         form applies and is fitted directly. Follow linear dependence between columns
-        with ``"gaussian"``, clusters and non-Gaussian shapes with ``"discrete"``.
+        with ``"gaussian"``, clusters and non-Gaussian shapes with ``"discrete"``. In
+        :class:`~ltm_sklearn.LatentTreeClassifier` ``"auto"`` is decided once for all
+        classes, by out-of-fold log-loss (a density that fits each class best can be an
+        overconfident classifier).
     categorical_features : "from_dtype", array-like of int, str or bool, or None, \
             default="from_dtype"
         Which columns are categorical (indicator leaves: papers/002 section 4, indicator
@@ -826,7 +829,10 @@ class KernelLatentTree(BaseLatentTree):
         names = None if names is None else [str(f) for f in names]
         tree = None
         if self.tree is not None:
-            tree = LatentTree.coerce(self.tree, A.shape[1], feature_names=names)
+            # the Gaussian form allows columns inside the tree (its Chow-Liu trees)
+            tree = LatentTree.coerce(
+                self.tree, A.shape[1], feature_names=names, observed_leaves_only=False
+            )
         model = self._gaussian_estimator(tree).fit(A, sample_weight=sample_weight)
         self.gaussian_model_ = model
         self.tree_ = LatentTree(model.tree_.edges, A.shape[1], feature_names=names)
