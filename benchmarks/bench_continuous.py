@@ -462,7 +462,8 @@ def run_forms(name, k_per_fold, quick=False):
     X, y = load(name)
     folds = StratifiedKFold(3 if quick else 5, shuffle=True, random_state=0)
     rng = np.random.default_rng(0)  # the same hidden entries as run_table
-    res = {"ll": {}, "mae": {}, "k": {}, "time": {}, "structure": {}}
+    res = {"ll": {}, "mae": {}, "acc": {}, "logloss": {}, "k": {}, "time": {}, "structure": {}}
+    res["classifier_form"] = {}
 
     def add(kind, model, value):
         res[kind].setdefault(model, []).append(value if kind == "structure" else float(value))
@@ -487,9 +488,24 @@ def run_forms(name, k_per_fold, quick=False):
                         np.abs(est.conditional_mean(Q.iloc[rows], c) - B[c].to_numpy()[rows])
                     )
             add("mae", label, np.concatenate(errs).mean())
+            # the classifier decides the form once for all classes, by out-of-fold log-loss
+            classes, y_tr = np.unique(y[tr], return_inverse=True)
+            y_te = np.searchsorted(classes, y[te])
+            clf = LatentTreeClassifier(
+                KernelLatentTree(k, random_state=0, **params), shared_tree=True
+            ).fit(A, y_tr)
+            lp = np.log(np.clip(clf.predict_proba(B), 1e-300, None))
+            add("acc", label, np.mean(lp.argmax(axis=1) == y_te))
+            add("logloss", label, log_loss(lp, y_te))
+            form = getattr(clf, "hidden_", "discrete (categorical columns)")
+            res["classifier_form"].setdefault(label, []).append(form)
         print(
             name,
             {m: (v[-1], round(res["ll"][m][-1], 3)) for m, v in res["structure"].items()},
+            {
+                m: (v[-1], round(res["logloss"][m][-1], 3))
+                for m, v in res["classifier_form"].items()
+            },
             flush=True,
         )
     return res
