@@ -132,7 +132,12 @@ class CodeEvidence:
         The rows of ``cpt`` must sum to 1, as the tables of EM do (a missing entry's
         evidence is then 1 for every parent state)."""
         n = int(self.n_states[u])
-        T = q @ self._onehot(u, q.dtype).T
+        onehot = self._onehots.get((u, np.dtype(q.dtype)))
+        if onehot is not None:  # built by message(): a product with it
+            T = q @ onehot.T
+        else:  # more categories than states: sums per category, one pass per state
+            index = self.index[u]
+            T = np.stack([np.bincount(index, weights=row, minlength=n + 2) for row in q])
         return T[:, :n] + cpt * (T[:, n] + T[:, n + 1])[:, None]
 
 
@@ -292,8 +297,12 @@ def _downward(tree, root_marginal, cpts, beta, msg, weights):
     ``q_p = w P(x_p | row)`` (column sums ``w``; 0 for a row of probability 0) and, for
     each internal child ``c``, ``W_p[c] = q_p / msg_c`` - the outside evidence of ``c``'s
     parent times ``w / P(row)``, so that ``P(x_p, x_c | row) w = W_p[c][x_p] cpt_c[x_p,
-    x_c] beta_c[x_c]`` and the outside message of ``c`` is ``cpt_c^T W_p[c]``. Nothing is
-    divided out of the outside messages: ``q`` is normalised at every node.
+    x_c] beta_c[x_c]`` and the outside message of ``c`` is ``cpt_c^T W_p[c]``.
+
+    Only the root's ``q`` is normalised: below it ``q_c = (cpt_c^T W_p[c]) * beta_c``
+    sums to ``sum_y W_p[c][y] msg_c[y] = sum_y q_p[y] = w`` whatever the scale of
+    ``beta_c`` (``msg_c = cpt_c @ beta_c``; where ``msg_c`` is 0 so is ``q_p``), so the
+    posteriors keep their column sums without a pass over them at every node.
     """
     outside = {tree.root: root_marginal[:, None]}
     for p in tree.preorder:
@@ -301,7 +310,8 @@ def _downward(tree, root_marginal, cpts, beta, msg, weights):
         if not kids and p != tree.root:
             continue
         q = outside.pop(p) * beta[p]
-        q *= _safe_ratio(weights, q.sum(axis=0).astype(np.float64)).astype(q.dtype)
+        if p == tree.root:
+            q *= _safe_ratio(weights, q.sum(axis=0).astype(np.float64)).astype(q.dtype)
         W = {}
         for c in kids:
             if tree.children[c]:
