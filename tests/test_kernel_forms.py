@@ -194,3 +194,11 @@ def test_bad_columns_get_finite_fits_or_clear_errors(case):
         scores = est.fit(X).score_samples(X)
         assert np.all(np.isfinite(scores))
         assert all(np.isfinite(v) for v in est.hidden_scores_.values())
+
+
+def test_classifier_form_choice_refuses_too_few_rows():
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    y = np.repeat([0, 1], 4)
+    clf = LatentTreeClassifier(KernelLatentTree(hidden="auto"))
+    with pytest.raises(ValueError, match=r"hidden='auto' holds out rows.*hidden='discrete'"):
+        clf.fit(X, y)

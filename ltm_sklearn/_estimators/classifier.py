@@ -215,8 +215,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             shared["hidden"] = "discrete"  # k' is chosen for the discrete form
         folds = loss = None
         if self.n_hidden_states == "auto" or choose_form:
-            what = "n_hidden_states='auto'" if self.n_hidden_states == "auto" else "hidden='auto'"
-            folds = self._selection_folds(y_idx, what)
+            if self.n_hidden_states == "auto":
+                what = ("n_hidden_states='auto'", "Pass an integer n_hidden_states.")
+            else:
+                what = ("hidden='auto'", "Give the estimator hidden='discrete' or 'gaussian'.")
+            folds = self._selection_folds(y_idx, *what)
         if self.n_hidden_states == "auto":
             self.class_params_, loss = self._choose_hidden_states(
                 base, shared, X, y_idx, sample_weight, folds
@@ -266,15 +269,17 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             candidate["alpha"] = alpha
         return candidate
 
-    def _selection_folds(self, y_idx, what):
-        """Train / held-out folds of the out-of-fold choices (see ``n_hidden_states``)."""
+    def _selection_folds(self, y_idx, what, fix):
+        """Train / held-out folds of the out-of-fold choices (see ``n_hidden_states``);
+        ``what`` names the choice in the error of too few rows, ``fix`` says how to
+        avoid it."""
         seed = self.random_state if self.random_state is not None else 0
         counts = np.bincount(y_idx)
         large = np.flatnonzero(np.isin(y_idx, np.flatnonzero(counts >= 5)))
         if large.size < 10:
             raise ValueError(
                 f"{what} holds out rows to choose by log-loss and needs at least 10 rows in "
-                f"classes of 5 rows or more, got {large.size}."
+                f"classes of 5 rows or more, got {large.size}. {fix}"
             )
         # classes of fewer than 5 rows keep all their rows for training
         if large.size <= _AUTO_CV_ROWS:
