@@ -783,6 +783,8 @@ class KernelLatentTree(BaseLatentTree):
             )
         self._forget_fit()
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
+        if getattr(getattr(X, "dtype", None), "kind", "") == "c":  # before reading columns
+            raise ValueError("Complex data not supported: the columns must be real numbers.")
         categorical = np.flatnonzero(self._categorical_mask(X))
         if self.hidden == "gaussian" and categorical.size:
             names = [str(c) for c in X.columns[categorical]] if hasattr(X, "columns") else None
@@ -856,9 +858,10 @@ class KernelLatentTree(BaseLatentTree):
         if sample_weight.sum() < 10 or val.size == 0 or train.size < 2:
             raise ValueError(
                 "hidden='auto' holds out a fifth of the rows to choose the form and needs at "
-                f"least 10 rows, got a total weight of {sample_weight.sum():g}. Pass "
-                "hidden='discrete' or hidden='gaussian'."
+                f"least 10 rows, got n_samples={len(A)} (total weight "
+                f"{sample_weight.sum():g}). Pass hidden='discrete' or hidden='gaussian'."
             )
+        X = X if isinstance(X, pd.DataFrame) else A  # DataFrames keep their names
         X_train, X_val = _safe_indexing(X, train), _safe_indexing(X, val)
         w_train, w_val = train_w[train_w > 0], held[held > 0]
         forms = {
