@@ -202,3 +202,13 @@ def test_classifier_form_choice_refuses_too_few_rows():
     clf = LatentTreeClassifier(KernelLatentTree(hidden="auto"))
     with pytest.raises(ValueError, match=r"hidden='auto' holds out rows.*hidden='discrete'"):
         clf.fit(X, y)
+
+
+def test_grid_search_over_the_form(gaussian_truth):
+    from sklearn.model_selection import GridSearchCV
+
+    X = gaussian_truth.sample(1500, random_state=9)
+    grid = GridSearchCV(KernelLatentTree(random_state=0), {"hidden": ["discrete", "gaussian"]})
+    grid.fit(X)
+    assert grid.best_params_ == {"hidden": "gaussian"}
+    assert grid.best_estimator_.hidden_ == "gaussian"
