@@ -362,13 +362,15 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """``hidden="auto"`` of the estimator: the form of lower out-of-fold log-loss
         (ties: discrete), set in ``hidden_scores_``; ``discrete_loss`` when known."""
         w_val = sample_weight[np.concatenate([val for _, val in folds])]
-        losses = {"discrete": discrete_loss}
-        for form in ("discrete", "gaussian"):
-            if losses.get(form) is None:
-                params = {"hidden": form}
-                losses[form] = self._out_of_fold_loss(
-                    base, shared, params, folds, X, y_idx, sample_weight
-                )
+
+        def loss_of(form):
+            params = {"hidden": form}
+            return self._out_of_fold_loss(base, shared, params, folds, X, y_idx, sample_weight)
+
+        losses = {
+            "discrete": loss_of("discrete") if discrete_loss is None else discrete_loss,
+            "gaussian": loss_of("gaussian"),
+        }
         self.hidden_scores_ = {f: float(np.average(v, weights=w_val)) for f, v in losses.items()}
         better = self.hidden_scores_["gaussian"] < self.hidden_scores_["discrete"] - _TIE_TOL
         return "gaussian" if better else "discrete"

@@ -1018,13 +1018,13 @@ class KernelLatentTree(BaseLatentTree):
 
     def _conditional_moments(self, X, target, variance):
         """``(conditional mean, conditional variance or None)`` of a continuous column."""
-        if self._gaussian_form():
-            j = self._target_index(target)
+        gaussian = self._gaussian_form()
+        j = self._target_index(target)
+        if gaussian:
             A = self._gaussian_rows(X)
             if variance:
                 return None, self.gaussian_model_.conditional_variance(A, j)
             return self.gaussian_model_.conditional_mean(A, j), None
-        j = self._target_index(target)
         if self.is_categorical_[j]:
             raise TypeError(
                 f"Column {target!r} is categorical: use conditional_proba(X, target) for "
