@@ -18,6 +18,7 @@ columns of german and contraceptive, and scikit-learn's digits binarised at 8):
    smoothing, the class prior).
 
     python benchmarks/bench_real.py [--quick] [--tables breast,car] [--part density|classify]
+        [--models QuartetTreeLearner]   # re-run some estimators, keep the other rows
 
 Writes benchmarks/results/bench_real.md and bench_real.png (``--quick``: ``*_quick``).
 """
@@ -306,7 +307,7 @@ def total_mass(model, X_train, categories, rng):
 
 
 # ---------------------------------------------------------------------- runs
-def density_fold(name, fold, train, test, k_grid, quick):
+def density_fold(name, fold, train, test, k_grid, quick, only=None):
     X, _ = load(name)
     cats = [list(X[c].cat.categories) for c in X.columns]
     X_train, X_test = X.iloc[train], X.iloc[test]
@@ -324,8 +325,11 @@ def density_fold(name, fold, train, test, k_grid, quick):
         grids["latent class (StepMix)"] = StepMixLCM(categories=cats)
     except ImportError:
         pass
+    if only is not None:  # a re-run of some of the suite's estimators
+        models, grids = {}, {}
     for est_name, cls in ESTIMATORS.items():
-        grids[est_name] = cls(random_state=0)
+        if only is None or est_name in only:
+            grids[est_name] = cls(random_state=0)
     out = []
     for label, model in models.items():
         t0 = time.perf_counter()
@@ -368,7 +372,7 @@ def density_fold(name, fold, train, test, k_grid, quick):
     return rows
 
 
-def classify_fold(name, fold, train, test, k_grid):
+def classify_fold(name, fold, train, test, k_grid, only=None):
     from sklearn.metrics import accuracy_score, log_loss
 
     X, y = load(name)
@@ -379,8 +383,12 @@ def classify_fold(name, fold, train, test, k_grid):
         "CategoricalNB": categorical_nb(cats),
         "per-class Chow-Liu": ChowLiuClassifier(),
     }
+    if only is not None:  # a re-run of some of the suite's estimators
+        models = {}
     inner = StratifiedKFold(3, shuffle=True, random_state=fold)
     for est_name, cls in ESTIMATORS.items():
+        if only is not None and est_name not in only:
+            continue
         clf = LatentTreeClassifier(cls(random_state=0))
         models[est_name] = GridSearchCV(
             clf, {"estimator__n_hidden_states": k_grid}, cv=inner, scoring="neg_log_loss"
@@ -522,14 +530,36 @@ def report(density, classification, quick):
     save(f"bench_real{suffix}", "\n".join(text))
 
 
+def _merged(rows, part, quick, only):
+    """Save the rows of one part; with ``only``, the saved rows of the other models (and of
+    these models on tables not re-run) are kept. Returns all rows."""
+    path = RESULTS / f"bench_real_{part}{'_quick' if quick else ''}.csv"
+    new = pd.DataFrame(rows)
+    if only is not None and path.exists():
+        old = pd.read_csv(path)
+        redone = old["model"].isin(only) & old["table"].isin(set(new["table"]))
+        new = pd.concat([old[~redone], new], ignore_index=True)
+    new.to_csv(path, index=False)
+    return new.to_dict("records")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--tables", default=",".join(TABLES))
     ap.add_argument("--part", default="density,classify")
     ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument(
+        "--models",
+        default=None,
+        help="re-run only these estimators of the suite (comma-separated) and replace their "
+        "rows in the saved results; the other rows are kept",
+    )
     args = ap.parse_args()
     tables = args.tables.split(",")
+    only = None if args.models is None else set(args.models.split(","))
+    if only is not None and not only <= set(ESTIMATORS):
+        ap.error(f"--models must be among {sorted(ESTIMATORS)}")
     k_grid = [1, 2, 4] if args.quick else [1, 2, 4, 8]
     n_folds = 2 if args.quick else 5
     density = classification = None
@@ -539,13 +569,10 @@ def main():
         if "density" in args.part:
             for f, (tr, te) in enumerate(KFold(5, shuffle=True, random_state=0).split(X)):
                 if f < n_folds:
-                    jobs.append(delayed(density_fold)(name, f, tr, te, k_grid, args.quick))
+                    jobs.append(delayed(density_fold)(name, f, tr, te, k_grid, args.quick, only))
     if jobs:
         parts = Parallel(n_jobs=args.n_jobs, verbose=5)(jobs)
-        density = [r for p in parts for r in p]
-        pd.DataFrame(density).drop(columns=[]).to_csv(
-            RESULTS / f"bench_real_density{'_quick' if args.quick else ''}.csv", index=False
-        )
+        density = _merged([r for p in parts for r in p], "density", args.quick, only)
     jobs = []
     for name in tables:
         X, y = load(name)
@@ -553,13 +580,10 @@ def main():
             skf = StratifiedKFold(5, shuffle=True, random_state=0)
             for f, (tr, te) in enumerate(skf.split(X, y)):
                 if f < n_folds:
-                    jobs.append(delayed(classify_fold)(name, f, tr, te, k_grid[:3]))
+                    jobs.append(delayed(classify_fold)(name, f, tr, te, k_grid[:3], only))
     if jobs:
         parts = Parallel(n_jobs=args.n_jobs, verbose=5)(jobs)
-        classification = [r for p in parts for r in p]
-        pd.DataFrame(classification).to_csv(
-            RESULTS / f"bench_real_classify{'_quick' if args.quick else ''}.csv", index=False
-        )
+        classification = _merged([r for p in parts for r in p], "classify", args.quick, only)
     report(density, classification, args.quick)
 
 
