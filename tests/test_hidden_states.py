@@ -346,3 +346,30 @@ def test_auto_members_pay_on_the_density_benchmark():
     assert auto.n_members_ >= 2 and one.n_members_ == 1
     assert auto.n_hidden_states_ == one.n_hidden_states_
     assert auto.score(test) > one.score(test) + 0.05
+
+
+def test_auto_learns_a_spectral_structure_once_per_metric(monkeypatch):
+    # binary columns: the spectral metric keeps min(k', 2, 2) singular values per pair, so
+    # it is the same at every k' >= 2 and the selection of n_hidden_states="auto" learns
+    # the "me" and "clnj" trees once at k' = 1 and once for all larger k' (plus the
+    # final tree on all rows); the choice is the one made with a tree learned per k'
+    model = LatentTreeModel.random(balanced_binary_tree(8), 2, 2, noise=0.3, random_state=0)
+    X = model.sample(3000, random_state=1)
+    calls = {}
+    original = SpectralLatentTree._build_tree
+
+    def counting(self, moments, method):
+        calls[method] = calls.get(method, 0) + 1
+        return original(self, moments, method)
+
+    monkeypatch.setattr(SpectralLatentTree, "_build_tree", counting)
+    est = SpectralLatentTree(n_hidden_states="auto", random_state=0).fit(X)
+    assert len(est.n_hidden_states_scores_) >= 4  # k' = 1, 2, 3, 4 at least were scored
+    assert calls["me"] <= 3 and calls["clnj"] <= 3
+    calls.clear()
+    monkeypatch.setattr(SpectralLatentTree, "_tree_rank", lambda self, name, k, moments: k)
+    again = SpectralLatentTree(n_hidden_states="auto", random_state=0).fit(X)
+    assert calls["me"] >= len(est.n_hidden_states_scores_)
+    assert (again.n_hidden_states_, again.structure_) == (est.n_hidden_states_, est.structure_)
+    assert again.n_hidden_states_scores_ == est.n_hidden_states_scores_
+    np.testing.assert_allclose(again.score_samples(X), est.score_samples(X))

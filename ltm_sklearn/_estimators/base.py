@@ -66,6 +66,7 @@ from .._algorithms.structure import (
     mutual_information,
     spectral_distance,
 )
+from .._algorithms.structure.learn import DISTANCE_METHODS
 from .._algorithms.tensor import expand_states, tensor_cpts
 from .._engine.inference import CodeEvidence, hidden_posteriors, log_likelihood, sample_states
 from .._engine.moments import (
@@ -340,6 +341,19 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         tree = self._build_tree(sub, method)
         return _attach_columns(tree, informative, d)
 
+    def _tree_rank(self, name, k, moments):
+        """What the tree that ``name`` learns depends on in ``k'``: the selection of
+        ``n_hidden_states="auto"`` learns each structure once per value. Nothing for the
+        structures of mutual information; ``min(k', most categories of a column)`` for
+        those of the spectral metric, whose pair terms keep ``min(k', n_i, n_j)`` singular
+        values (on binary columns the metric, so the tree and the search, is the same at
+        every ``k' >= 2``); ``k'`` for the others."""
+        if name in _K_FREE_STRUCTURES:
+            return None
+        if name in DISTANCE_METHODS:
+            return min(int(k), int(np.max(moments.n_states, initial=1)))
+        return k
+
     def _resolve_tree(self, moments, structure):
         """The given tree (``structure="given"``) or one learned with ``structure`` from
         the data; rooted at its centre."""
@@ -502,7 +516,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             spent += cost
             self.n_hidden_states_ = k
             for name in alive:
-                key = (name, None if name in _K_FREE_STRUCTURES else k)
+                key = (name, self._tree_rank(name, k, train_moments))
                 if key not in trees:
                     tree = self._resolve_tree(train_moments, name)
                     trees[key] = LatentTree(tree.edges, tree.n_observed)

@@ -71,6 +71,7 @@ from .._engine.moments import (
 )
 from .._engine.tree import LatentTree
 from .base import (
+    _K_FREE_STRUCTURES,
     _TIE_TOL,
     _VALIDATION_SHARE,
     BaseLatentTree,
@@ -672,6 +673,10 @@ class KernelLatentTree(BaseLatentTree):
     # ------------------------------------------------------------------ structure
     def _auto_candidates(self):
         return KERNEL_AUTO_CANDIDATES
+
+    def _tree_rank(self, name, k, moments):
+        # the kernel metric keeps k' - 1 singular values of operators of any rank
+        return None if name in _K_FREE_STRUCTURES else k
 
     def _learn_tree(self, moments, method):
         n_features = moments.X.shape[1]
