@@ -31,6 +31,7 @@ from ._algorithms.gaussian import (
     GaussianTreeParameters,
     joint_moments,
     mixture_log_density,
+    sample_nodes,
     standardise_hidden,
 )
 from ._engine.inference import (
@@ -452,11 +453,9 @@ class GaussianLatentTreeModel:
         x = np.zeros((n_samples, max(t.n_nodes for t in trees)))
         for k, tree in enumerate(trees):  # each component along its own tree
             rows = np.flatnonzero(comp == k)
-            for v in tree.preorder:
-                u = tree.parent[v]
-                a, b, s = p.weight[k, v], p.offset[k, v], p.noise[k, v]
-                base = a * x[rows, u] if u >= 0 else 0.0
-                x[rows, v] = base + b + np.sqrt(s) * rng.standard_normal(rows.size)
+            x[rows, : tree.n_nodes] = sample_nodes(
+                tree, *p.component(k), rows.size, rng, groups=p.groups
+            )
         X = x[:, : self.n_features].copy()
         return (X, x, comp) if return_hidden else X
 

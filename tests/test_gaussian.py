@@ -9,9 +9,13 @@ from sklearn.metrics import adjusted_rand_score
 
 from ltm_sklearn import GaussianLatentTree, LatentTree
 from ltm_sklearn._algorithms.gaussian import (
+    GaussianTreeParameters,
     component_statistics,
     fit_gaussian_tree,
+    group_noise,
     joint_moments,
+    leaf_groups,
+    m_step,
     missing_patterns,
     mixture_log_density,
     moment_start,
@@ -40,7 +44,7 @@ def _sem_covariance(tree, weight, noise):
 
 def test_joint_moments_match_the_matrix_formula():
     truth = GaussianLatentTreeModel.random(random_binary_tree(7, random_state=0), random_state=1)
-    w, b, s = truth.params.component(0)
+    w, b, s, _ = truth.params.component(0)
     mean, cov = joint_moments(truth.tree, w, b, s)
     np.testing.assert_allclose(cov, _sem_covariance(truth.tree, w, s), atol=1e-12)
     X, hidden, _ = truth.sample(200_000, random_state=0, return_hidden=True)
@@ -391,3 +395,129 @@ def test_free_parameters_count_identifiable_ones():
     chain = LatentTree([(0, 4), (1, 5), (2, 6), (3, 7), (4, 5), (5, 6), (6, 7)], n_observed=4)
     assert n_free_parameters(chain, 1) == 4 * 3 + 4 - 1 - 2
     assert n_free_parameters(balanced_binary_tree(8), 2) == 2 * (8 * 3 + 6 - 1) + 1
+
+
+# ---------------------------------------------------------------------- multivariate leaves
+def _full_covariance_truth(d=5, n_components=2, seed=0):
+    """A mixture of full-covariance Gaussians written as a latent tree: one hidden
+    variable over all columns, the columns one multivariate leaf (correlated noises)."""
+    rng = np.random.default_rng(seed)
+    tree, n, K = LatentTree.star(d), d + 1, n_components
+    weight, offset, noise = np.zeros((K, n)), np.zeros((K, n)), np.ones((K, n))
+    corr = np.tile(np.eye(n), (K, 1, 1))
+    for k in range(K):
+        weight[k, :d] = rng.normal(0.0, 0.7, d)
+        offset[k, :d] = rng.normal(0.0, 2.0, d)
+        A = rng.normal(size=(d, d))
+        C = A @ A.T / d + 0.05 * np.eye(d)
+        sd = np.sqrt(np.diag(C))
+        noise[k, :d], corr[k, :d, :d] = sd**2, C / np.outer(sd, sd)
+    params = GaussianTreeParameters(
+        weight, offset, noise, np.log(np.full(K, 1.0 / K)), None, [np.arange(d)], corr
+    )
+    return GaussianLatentTreeModel(tree, params)
+
+
+def test_multivariate_leaf_moments_and_sampling():
+    truth = _full_covariance_truth(d=4, n_components=1)
+    w, b, s, corr = truth.params.component(0)
+    mean, cov = joint_moments(truth.tree, w, b, s, corr)
+    sd = np.sqrt(s[:4])
+    # x_G = a h + b + e with var(h) = 1 and cov(e) = sd R sd
+    expected = np.outer(w[:4], w[:4]) + corr[:4, :4] * np.outer(sd, sd)
+    np.testing.assert_allclose(cov[:4, :4], expected, atol=1e-12)
+    np.testing.assert_allclose(cov[4, :4], w[:4], atol=1e-12)
+    X = truth.sample(400_000, random_state=0)
+    np.testing.assert_allclose(np.cov(X, rowvar=False), cov[:4, :4], atol=0.03 * cov.max())
+    np.testing.assert_allclose(X.mean(0), mean[:4], atol=0.02 * np.sqrt(cov.max()))
+
+
+def test_group_noise_recovers_the_noise_covariance_from_exact_statistics():
+    # a tree with two multivariate leaves under linked hidden variables
+    tree = LatentTree([(0, 5), (1, 5), (2, 6), (3, 6), (4, 6), (5, 6)], n_observed=5)
+    groups = leaf_groups(tree)
+    assert [g.tolist() for g in groups] == [[0, 1], [2, 3, 4]]
+    rng = np.random.default_rng(1)
+    w, b, s = rng.normal(size=7), rng.normal(size=7), rng.uniform(0.3, 1.5, 7)
+    w[tree.root], b[5:], s[5:] = 0.0, 0.0, 1.0
+    w, b, s = standardise_hidden(tree, w, b, s)
+    corr = np.eye(7)
+    corr[0, 1] = corr[1, 0] = 0.6
+    corr[2:5, 2:5] = [[1.0, -0.4, 0.3], [-0.4, 1.0, 0.2], [0.3, 0.2, 1.0]]
+    mean, cov = joint_moments(tree, w, b, s, corr)
+    total, s1, s2 = 3.0, 3.0 * mean, 3.0 * (cov + np.outer(mean, mean))
+    floor = np.zeros(7)
+    w2, b2, s2_ = m_step(tree, total, s1, s2, floor)
+    noise, corr2 = group_noise(tree, groups, total, s1, s2, w2, s2_, floor)
+    np.testing.assert_allclose(w2, w, atol=1e-10)
+    np.testing.assert_allclose(noise, s, atol=1e-10)
+    np.testing.assert_allclose(corr2, corr, atol=1e-10)
+
+
+def test_em_with_multivariate_leaves_is_monotone_and_approaches_the_truth():
+    truth = _full_covariance_truth(d=5, n_components=2, seed=3)
+    test = truth.sample(20_000, random_state=9)
+    gaps = []
+    for n in (1_000, 30_000):
+        X = truth.sample(n, random_state=n)
+        est = GaussianLatentTree(n_components=2, structure="full", random_state=0).fit(X)
+        assert est.groups_ == [list(range(5))]
+        gaps.append(truth.log_likelihood(test).mean() - est.score(test))
+    assert gaps[1] < gaps[0] and gaps[1] < 0.01
+    # the EM trace never goes down
+    Z = (X - X.mean(0)) / X.std(0)
+    labels = (Z[:, 0] > 0).astype(int)
+    _, trace, _ = fit_gaussian_tree(
+        Z, LatentTree.star(5), 2, labels=labels, groups=[np.arange(5)], tol=0.0, max_iter=60
+    )
+    assert np.all(np.diff(trace) > -1e-9)
+
+
+def test_auto_keeps_a_tree_for_a_tree_and_chooses_full_covariances_for_dense_ones():
+    dense = _full_covariance_truth(d=5, n_components=2, seed=3)
+    est = GaussianLatentTree(random_state=0).fit(dense.sample(5000, random_state=0))
+    assert est.structure_ == "full" and est.n_components_ == 2
+    tree_truth = GaussianLatentTreeModel.random(balanced_binary_tree(8), random_state=4)
+    est = GaussianLatentTree(random_state=0).fit(tree_truth.sample(5000, random_state=0))
+    assert est.structure_ != "full" and est.groups_ == []
+    # the count of a full covariance per component
+    assert n_free_parameters(LatentTree.star(5), 2, [np.arange(5)]) == 2 * (5 + 15) + 1
+
+
+def test_multivariate_leaves_are_normalised_and_marginalised_exactly():
+    truth = _full_covariance_truth(d=2, n_components=2, seed=5)
+    est = GaussianLatentTree(n_components=2, structure="full", random_state=0)
+    est.fit(truth.sample(3000, random_state=0))
+    lo, hi = est.center_ - 12 * est.scale_, est.center_ + 12 * est.scale_
+    g0, g1 = np.linspace(lo[0], hi[0], 801), np.linspace(lo[1], hi[1], 801)
+    grid = np.column_stack([np.repeat(g0, 801), np.tile(g1, 801)])
+    dens = np.exp(est.score_samples(grid)).reshape(801, 801)
+    assert abs(np.trapezoid(np.trapezoid(dens, g1, axis=1), g0) - 1.0) < 1e-6
+    row = truth.sample(1, random_state=5)[0]
+
+    def joint(v):
+        return np.exp(est.score_samples(np.array([[row[0], v]]))[0])
+
+    integral = quad(joint, lo[1], hi[1], epsabs=0, epsrel=1e-11, limit=200)[0]
+    partial = np.array([[row[0], np.nan]])
+    np.testing.assert_allclose(np.exp(est.score_samples(partial)[0]), integral, rtol=1e-8)
+    m1 = quad(lambda v: v * joint(v), lo[1], hi[1], epsrel=1e-11, limit=200)[0] / integral
+    np.testing.assert_allclose(est.conditional_mean(partial, 1)[0], m1, rtol=1e-7)
+    S = est.sample(200_000, random_state=1)
+    X = truth.sample(200_000, random_state=2)
+    np.testing.assert_allclose(
+        np.corrcoef(S, rowvar=False), np.corrcoef(X, rowvar=False), atol=0.03
+    )
+
+
+def test_groups_must_share_a_parent_and_not_be_relearned():
+    X = np.random.default_rng(0).normal(size=(200, 4))
+    tree = balanced_binary_tree(4)
+    with pytest.raises(ValueError, match="share a parent"):
+        fit_gaussian_tree(X, tree, groups=[[0, 2]])
+    with pytest.raises(ValueError, match="relearn_trees"):
+        fit_gaussian_tree(X, _chain(4), relearn_trees=True, groups=[[0, 1]])
+
+
+def _chain(d):
+    return LatentTree([(i, i + 1) for i in range(d - 1)], n_observed=d)

@@ -49,6 +49,9 @@ __all__ = [
     "mixture_log_density",
     "n_free_parameters",
     "chow_liu_from_statistics",
+    "leaf_groups",
+    "group_noise",
+    "sample_nodes",
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -79,6 +82,12 @@ class GaussianTreeParameters:
     trees : list of LatentTree or None
         One structure per component (a mixture of trees), or ``None``: every component
         on the tree given beside the parameters.
+    groups : list of ndarray or None
+        Multivariate leaves: groups of columns that share a parent and whose noises are
+        correlated (a full covariance within the group), or ``None``: every column its
+        own leaf (:func:`leaf_groups`).
+    noise_corr : ndarray of shape (K, n_nodes, n_nodes) or None
+        Correlations of the noises ``e_v`` (the identity outside the groups).
     """
 
     weight: np.ndarray
@@ -86,13 +95,18 @@ class GaussianTreeParameters:
     noise: np.ndarray
     log_weights: np.ndarray
     trees: list | None = None
+    groups: list | None = None
+    noise_corr: np.ndarray | None = None
 
     @property
     def n_components(self):
         return self.weight.shape[0]
 
     def component(self, k):
-        return self.weight[k], self.offset[k], self.noise[k]
+        """``(weight, offset, noise, noise_corr)`` of component ``k`` (the arguments of
+        :func:`joint_moments`; ``noise_corr`` is ``None`` without groups)."""
+        corr = None if self.noise_corr is None else self.noise_corr[k]
+        return self.weight[k], self.offset[k], self.noise[k], corr
 
     def trees_or(self, tree):
         """The structure of every component (``tree`` when they share it)."""
@@ -105,15 +119,19 @@ class GaussianTreeParameters:
             self.noise.copy(),
             self.log_weights.copy(),
             None if self.trees is None else list(self.trees),
+            self.groups,
+            None if self.noise_corr is None else self.noise_corr.copy(),
         )
 
 
-def joint_moments(tree, weight, offset, noise):
+def joint_moments(tree, weight, offset, noise, noise_corr=None):
     """Mean and covariance of all nodes of one linear-Gaussian tree.
 
     Listing the nodes in preorder, ``x = B x + b + e`` with ``B`` (the coefficients
     ``a_v`` at (v, parent)) strictly lower triangular, so ``x = (I - B)^-1 (b + e)``:
-    mean ``(I - B)^-1 b`` and covariance ``(I - B)^-1 diag(s) (I - B)^-T``.
+    mean ``(I - B)^-1 b`` and covariance ``(I - B)^-1 S (I - B)^-T``, with ``S`` the
+    covariance of the noises: ``diag(s)``, or ``diag(s)^1/2 R diag(s)^1/2`` with the
+    correlations ``R = noise_corr`` of multivariate leaves.
 
     Returns
     -------
@@ -134,7 +152,11 @@ def joint_moments(tree, weight, offset, noise):
     order, inv = _preorder_inverse(tree, weight)
     n = tree.n_nodes
     mean_p = inv @ offset[order]
-    cov_p = (inv * noise[order]) @ inv.T
+    if noise_corr is None:
+        cov_p = (inv * noise[order]) @ inv.T
+    else:
+        sd = np.sqrt(noise[order])
+        cov_p = inv @ (noise_corr[np.ix_(order, order)] * np.outer(sd, sd)) @ inv.T
     mean = np.empty(n)
     mean[order] = mean_p
     cov = np.empty((n, n))
@@ -343,6 +365,67 @@ def m_step(tree, total, s1, s2, noise_floor):
     return weight, offset, noise
 
 
+def leaf_groups(tree, min_size=2):
+    """The columns under each hidden node that has at least ``min_size`` observed
+    children: the multivariate leaves of a structure (ascending column indices)."""
+    children = {}
+    for v in range(tree.n_observed):
+        u = int(tree.parent[v])
+        if u >= tree.n_observed:
+            children.setdefault(u, []).append(v)
+    return [np.array(c) for _, c in sorted(children.items()) if len(c) >= min_size]
+
+
+def group_noise(tree, groups, total, s1, s2, weight, noise, noise_floor):
+    """Noise variances and correlations of multivariate leaves (one component's M-step).
+
+    Every column of a group is regressed on the group's parent (:func:`m_step`: with one
+    regressor shared by the group, the per-column least squares are the joint ones); the
+    noises' covariance is that of the residuals, ``S_G = cov(G, G) - a_G a_G^T var(u)``,
+    plus ``noise_floor`` on its diagonal (as scikit-learn's ``reg_covar``), which keeps it
+    positive definite for duplicated or collinear columns.
+
+    Returns
+    -------
+    noise : ndarray of shape (n_nodes,)
+        ``noise`` with the groups' variances replaced.
+    noise_corr : ndarray of shape (n_nodes, n_nodes)
+    """
+    mean = s1 / total
+    cov = s2 / total - np.outer(mean, mean)
+    noise = noise.copy()
+    corr = np.eye(tree.n_nodes)
+    for g in groups:
+        u = tree.parent[g[0]]
+        a = weight[g]
+        block = cov[np.ix_(g, g)] - np.outer(a, a) * cov[u, u]
+        block[np.diag_indices_from(block)] = np.maximum(np.diag(block), 0.0) + noise_floor[g]
+        sd = np.sqrt(np.diag(block))
+        corr[np.ix_(g, g)] = block / np.outer(sd, sd)
+        noise[g] = sd**2
+    return noise, corr
+
+
+def sample_nodes(tree, weight, offset, noise, noise_corr, n_samples, rng, groups=None):
+    """Draw the values of all nodes of one linear-Gaussian tree, ``(n_samples, n_nodes)``.
+
+    Nodes are drawn in preorder, each from its parent; the noises of a multivariate leaf
+    are then correlated by the Cholesky factor of their correlations (the columns of a
+    group are leaves, so nothing below them moves).
+    """
+    x = np.zeros((n_samples, tree.n_nodes))
+    z = np.empty((n_samples, tree.n_nodes))
+    for v in tree.preorder:
+        u = tree.parent[v]
+        base = weight[v] * x[:, u] if u >= 0 else 0.0
+        z[:, v] = rng.standard_normal(n_samples)
+        x[:, v] = base + offset[v] + np.sqrt(noise[v]) * z[:, v]
+    for g in groups or ():
+        chol = np.linalg.cholesky(noise_corr[np.ix_(g, g)])
+        x[:, g] += np.sqrt(noise[g]) * (z[:, g] @ chol.T - z[:, g])
+    return x
+
+
 def standardise_hidden(tree, weight, offset, noise):
     """Rescale every hidden variable to mean 0, variance 1 (same law of the columns).
 
@@ -441,14 +524,17 @@ def moment_start(tree, corr):
     return weight, offset, noise
 
 
-def n_free_parameters(tree, n_components):
+def n_free_parameters(tree, n_components, groups=None):
     """Free parameters of a mixture of ``n_components`` linear-Gaussian trees.
 
     Per component each observed node has a coefficient, an offset and a noise variance
     (the root: a mean and a variance); a standardised hidden variable keeps only its
     coefficient (none at the root), and one of degree two not even that (only the product
-    of its two edge correlations is identifiable). The discrete root adds ``K - 1``
-    proportions.
+    of its two edge correlations is identifiable). A multivariate leaf of ``m`` columns
+    adds the ``m (m - 1) / 2`` correlations of its noises; when it is all the tree holds
+    (one hidden variable over all columns) its coefficients are not identifiable either
+    and the count is that of a full covariance, ``d + d (d + 1) / 2``. The discrete root
+    adds ``K - 1`` proportions.
     """
     d, n = tree.n_observed, tree.n_nodes
     # an observed root has a mean and a variance but no coefficient; a hidden root nothing
@@ -456,6 +542,10 @@ def n_free_parameters(tree, n_components):
     # a hidden variable with two neighbours leaves only the product of its two edge
     # correlations identifiable
     per -= sum(1 for h in tree.hidden_nodes if tree.degree(h) == 2)
+    for g in groups or ():
+        per += len(g) * (len(g) - 1) // 2
+        if len(g) == d and n == d + 1:
+            per -= d  # the coefficients a_G: a a^T is absorbed by the full covariance
     return n_components * per + n_components - 1
 
 
@@ -472,6 +562,7 @@ def fit_gaussian_tree(
     reg_covar=1e-6,
     relearn_trees=False,
     init=None,
+    groups=None,
 ):
     """EM for a mixture of linear-Gaussian trees over one structure (or one per component).
 
@@ -503,6 +594,11 @@ def fit_gaussian_tree(
     init : GaussianTreeParameters, default=None
         Start from these coefficients (e.g. a fit stopped at a looser ``tol``) instead of
         the moment start; ``corr`` and ``labels`` are then not used.
+    groups : list of array-like of int, default=None
+        Multivariate leaves (e.g. :func:`leaf_groups`): the columns of each group share a
+        parent and their noises get a full covariance (:func:`group_noise`). A group of
+        all the columns under one hidden variable makes each component a full-covariance
+        Gaussian. Not with ``relearn_trees``.
 
     Returns
     -------
@@ -525,11 +621,41 @@ def fit_gaussian_tree(
             reg_covar,
             relearn_trees,
             init,
+            groups,
         )
 
 
+def _check_groups(trees, groups, relearn):
+    """Groups as int arrays, each of columns with one parent in every tree."""
+    if not groups:
+        return None
+    if relearn:
+        raise ValueError("groups (multivariate leaves) cannot be used with relearn_trees.")
+    groups = [np.asarray(g, dtype=np.int64) for g in groups]
+    seen = np.concatenate(groups)
+    d = trees[0].n_observed
+    if len(np.unique(seen)) != len(seen) or seen.min() < 0 or seen.max() >= d:
+        raise ValueError(f"groups must be disjoint sets of columns 0..{d - 1}.")
+    for t in trees:
+        for g in groups:
+            if len(set(t.parent[g].tolist())) != 1:
+                raise ValueError(f"The columns {g.tolist()} of a group must share a parent.")
+    return groups
+
+
 def _fit(
-    X, tree, n_components, sample_weight, corr, labels, max_iter, tol, reg_covar, relearn, init
+    X,
+    tree,
+    n_components,
+    sample_weight,
+    corr,
+    labels,
+    max_iter,
+    tol,
+    reg_covar,
+    relearn,
+    init,
+    groups=None,
 ):
     X = np.asarray(X, dtype=float)
     n, d = X.shape
@@ -538,6 +664,7 @@ def _fit(
     tree = trees[0]
     if relearn and any(t.n_nodes != d for t in trees):
         raise ValueError("relearn_trees needs trees over the observed columns only.")
+    groups = _check_groups(trees, groups, relearn)
     sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     patterns = missing_patterns(X)
     floor = np.full(tree.n_nodes, _HIDDEN_NOISE_FLOOR)
@@ -549,6 +676,9 @@ def _fit(
                 f"not {K} of {tree.n_nodes}."
             )
         params = init.copy()
+        if groups is not None and params.groups is None:
+            params.groups = groups
+            params.noise_corr = np.tile(np.eye(tree.n_nodes), (K, 1, 1))
         if params.trees is None and (relearn or any(t is not tree for t in trees)):
             params.trees = trees  # the structures given, as the moment start keeps them
         return _run_em(X, tree, patterns, params, sw, floor, max_iter, tol, relearn)
@@ -561,6 +691,8 @@ def _fit(
         np.tile(start[2], (K, 1)),
         np.full(K, -np.log(K)),
         None if all(t is tree for t in trees) and not relearn else trees,
+        groups,
+        None if groups is None else np.tile(np.eye(tree.n_nodes), (K, 1, 1)),
     )
     if params.trees is not None:
         for k in range(K):
@@ -650,7 +782,10 @@ def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
         if relearn:
             params.trees[k] = chow_liu_from_statistics(total, s1, s2, params.trees[k])
         own = params.trees[k] if params.trees is not None else tree
-        w, b, s = standardise_hidden(own, *m_step(own, total, s1, s2, floor))
+        w, b, s = m_step(own, total, s1, s2, floor)
+        if params.groups is not None:
+            s, params.noise_corr[k] = group_noise(own, params.groups, total, s1, s2, w, s, floor)
+        w, b, s = standardise_hidden(own, w, b, s)
         params.weight[k], params.offset[k], params.noise[k] = w, b, s
     totals = np.maximum(totals, 1e-12 * totals.sum())
     params.log_weights[:] = np.log(totals / totals.sum())

@@ -17,9 +17,11 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .._algorithms.gaussian import (
     fit_gaussian_tree,
     joint_moments,
+    leaf_groups,
     missing_patterns,
     mixture_log_density,
     n_free_parameters,
+    sample_nodes,
 )
 from .._algorithms.marginals import (
     fit_yeo_johnson,
@@ -41,9 +43,21 @@ from .base import check_frame_dtypes, target_index
 __all__ = ["GaussianLatentTree"]
 
 #: structures learned from the Gaussian metric or the Gaussian mutual information
-GAUSSIAN_STRUCTURES = (*DISTANCE_METHODS, "chow_liu", "hclt", "grouped_hclt", "tree_mixture")
+GAUSSIAN_STRUCTURES = (
+    *DISTANCE_METHODS,
+    "chow_liu",
+    "hclt",
+    "grouped_hclt",
+    "tree_mixture",
+    "grouped_leaves",
+    "full",
+)
+#: structures whose columns under a hidden variable form one multivariate leaf
+GROUPED_LEAF_STRUCTURES = ("grouped_leaves", "full")
+#: largest multivariate leaf of ``structure="grouped_leaves"``
+GROUP_SIZE = 4
 #: the candidates of ``structure="auto"``
-AUTO_STRUCTURES = ("chow_liu", "tree_mixture", "me", "hclt")
+AUTO_STRUCTURES = ("chow_liu", "tree_mixture", "me", "hclt", "full")
 #: largest number of components tried by ``n_components="auto"``
 MAX_AUTO_COMPONENTS = 10
 #: Gauss-Hermite nodes of the conditional moments of a transformed column
@@ -82,9 +96,14 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         ``"hclt"`` / ``"grouped_hclt"`` (a hidden variable per column or per group of
         columns along the Chow-Liu tree), ``"tree_mixture"`` (a Chow-Liu tree per
         component, re-learned in every M-step: the mixture of trees of Meila & Jordan
-        2000 with Gaussian nodes), ``"auto"`` (the best of ``"chow_liu"``,
-        ``"tree_mixture"``, ``"me"`` and ``"hclt"`` by BIC, each with its own number of
-        components), or a given tree over the columns.
+        2000 with Gaussian nodes), ``"grouped_leaves"`` (the ``"grouped_hclt"`` tree with
+        up to 4 columns per hidden variable, each group one *multivariate leaf*: the
+        noises of its columns correlated, a full covariance within the group),
+        ``"full"`` (one hidden variable over all columns, one multivariate leaf: every
+        component a full-covariance Gaussian, the limit of multivariate leaves where
+        every column depends linearly on all others), ``"auto"`` (the best of
+        ``"chow_liu"``, ``"tree_mixture"``, ``"me"``, ``"hclt"`` and ``"full"`` by BIC,
+        each with its own number of components), or a given tree over the columns.
     max_iter : int, default=200
         EM iterations per fit.
     tol : float, default=1e-4
@@ -112,6 +131,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         The structure of every component.
     structure_ : str
         How the structure was obtained.
+    groups_ : list of list of int
+        The multivariate leaves (columns whose noises share a full covariance); empty
+        when every column is its own leaf.
     n_components_ : int
     weights_ : ndarray of shape (n_components,)
         Proportions of the discrete root.
@@ -228,13 +250,17 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         names = None if names is None else [str(n) for n in names]
         if isinstance(method, LatentTree) or method not in GAUSSIAN_STRUCTURES:
             return LatentTree.coerce(method, d, feature_names=names, observed_leaves_only=False)
+        if method == "full":
+            return LatentTree.star(d, feature_names=names)
         corrs, sizes = _cluster_correlations(Z, labels, sw)
-        if method in ("chow_liu", "hclt", "grouped_hclt", "tree_mixture"):
+        if method in ("chow_liu", "hclt", "grouped_hclt", "tree_mixture", "grouped_leaves"):
             # Gaussian mutual information -log(1 - rho^2) / 2, averaged over the clusters
             info = sum(
                 w * -0.5 * np.log1p(-np.minimum(c**2, 1.0 - 1e-12)) for c, w in zip(corrs, sizes)
             )
             np.fill_diagonal(info, 0.0)
+            if method == "grouped_leaves":
+                return grouped_chow_liu(info, max_group=GROUP_SIZE, feature_names=names)
             fn = {"hclt": hidden_chow_liu, "grouped_hclt": grouped_chow_liu}
             return fn.get(method, chow_liu)(info, feature_names=names)
         # the Gaussian metric -log |corr| of each cluster, averaged: additive on the shared
@@ -309,6 +335,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         # the structure shown: the shared one, or the largest component's
         self.tree_ = self.trees_[int(np.argmax(best["params"].log_weights))]
         self.params_ = best["params"]
+        self.groups_ = [g.tolist() for g in self.params_.groups or ()]
         self.structure_ = best["structure"]
         self.n_components_ = self.params_.n_components
         self.weights_ = np.exp(self.params_.log_weights)
@@ -384,6 +411,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             )
         labels = starts.get(k)
         tree = self._structure(Z, structure, labels, sw)
+        grouped = isinstance(structure, str) and structure in GROUPED_LEAF_STRUCTURES
+        groups = leaf_groups(tree) if grouped else None
         params, trace, converged = fit_gaussian_tree(
             Z,
             tree,
@@ -394,6 +423,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             tol=self.tol,
             reg_covar=self.reg_covar,
             relearn_trees=_is(structure, "tree_mixture"),
+            groups=groups,
         )
         return {
             "tree": tree,
@@ -401,7 +431,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             "score": trace[-1],
             "converged": converged,
             "n_iter": len(trace),
-            "n_params": n_free_parameters(tree, k),
+            "n_params": n_free_parameters(tree, k, groups),
         }
 
     # ------------------------------------------------------------------ scoring
@@ -445,7 +475,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     def bic(self, X):
         """Bayesian information criterion on ``X`` (lower is better)."""
         n = len(self._validate_X(X, reset=False))
-        p = n_free_parameters(self.tree_, self.n_components_) + np.sum(self.lambdas_ != 1.0)
+        p = n_free_parameters(self.tree_, self.n_components_, self.params_.groups)
+        p += np.sum(self.lambdas_ != 1.0)
         return -2.0 * self.score(X) * n + p * np.log(n)
 
     def predict_proba(self, X):
@@ -541,12 +572,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         Z = np.empty((n, self.n_features_in_))
         for k, tree in enumerate(self.trees_):
             rows = np.flatnonzero(comp == k)
-            x = np.zeros((rows.size, tree.n_nodes))
-            for v in tree.preorder:
-                u = tree.parent[v]
-                base = p.weight[k, v] * x[:, u] if u >= 0 else 0.0
-                noise = np.sqrt(p.noise[k, v]) * rng.standard_normal(rows.size)
-                x[:, v] = base + p.offset[k, v] + noise
+            x = sample_nodes(tree, *p.component(k), rows.size, rng, groups=p.groups)
             Z[rows] = x[:, : tree.n_observed]
         return np.column_stack([self._from_model(Z[:, j], j) for j in range(Z.shape[1])])
 
