@@ -482,6 +482,7 @@ def test_auto_keeps_a_tree_for_a_tree_and_chooses_full_covariances_for_dense_one
     assert est.structure_ != "full" and est.groups_ == []
     # the count of a full covariance per component
     assert n_free_parameters(LatentTree.star(5), 2, [np.arange(5)]) == 2 * (5 + 15) + 1
+    assert n_free_parameters(LatentTree.star(2), 1, [np.arange(2)]) == 2 + 3
 
 
 def test_multivariate_leaves_are_normalised_and_marginalised_exactly():

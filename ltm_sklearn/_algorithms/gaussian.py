@@ -544,8 +544,10 @@ def n_free_parameters(tree, n_components, groups=None):
     per -= sum(1 for h in tree.hidden_nodes if tree.degree(h) == 2)
     for g in groups or ():
         per += len(g) * (len(g) - 1) // 2
-        if len(g) == d and n == d + 1:
-            per -= d  # the coefficients a_G: a a^T is absorbed by the full covariance
+    if groups and len(groups[0]) == d and n == d + 1:
+        # one hidden variable over one leaf of all columns: its coefficients are absorbed
+        # by the noises' full covariance, whatever the degree of the hidden variable
+        per = d + d * (d + 1) // 2
     return n_components * per + n_components - 1
 
 
