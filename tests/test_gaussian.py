@@ -522,3 +522,14 @@ def test_groups_must_share_a_parent_and_not_be_relearned():
 
 def _chain(d):
     return LatentTree([(i, i + 1) for i in range(d - 1)], n_observed=d)
+
+
+def test_full_covariances_need_rows_per_column():
+    # 12 rows of 5 columns: too few to fit a full noise covariance (3 rows per column per
+    # component), so "auto" leaves it out; asked for by name it gets one component
+    X = _full_covariance_truth(d=5, n_components=1, seed=2).sample(12, random_state=0)
+    est = GaussianLatentTree(random_state=0).fit(X)
+    assert not any(s == "full" for _, s, _ in est.bic_)
+    est = GaussianLatentTree(structure="full", random_state=0).fit(X)
+    assert est.n_components_ == 1 and est.groups_ == [list(range(5))]
+    assert np.all(np.isfinite(est.score_samples(X)))
