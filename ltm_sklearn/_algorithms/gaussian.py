@@ -33,7 +33,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 from scipy.special import logsumexp
 
-from .._engine.threads import single_threaded_blas
+from .._engine.threads import single_threaded
 from .structure.chow_liu import chow_liu
 from .structure.distances import pairwise_correlation
 
@@ -264,13 +264,9 @@ def component_log_density(X, patterns, mean, cov, n_observed):
     return out
 
 
+@single_threaded
 def mixture_log_density(X, tree, params, patterns=None):
     """``log p(x)`` of each row, and ``log p(k, x)`` per component (NaN marginalised)."""
-    with single_threaded_blas():
-        return _mixture_log_density(X, tree, params, patterns)
-
-
-def _mixture_log_density(X, tree, params, patterns):
     patterns = missing_patterns(X) if patterns is None else patterns
     joint = np.empty((len(X), params.n_components))
     trees = params.trees_or(tree)
@@ -340,6 +336,12 @@ def component_statistics(X, patterns, mean, cov, n_observed, resp):
     return total, s1, 0.5 * (s2 + s2.T)
 
 
+def _expected_moments(total, s1, s2):
+    """Mean and covariance of all nodes from the expected statistics ``W, S1, S2``."""
+    mean = s1 / total
+    return mean, s2 / total - np.outer(mean, mean)
+
+
 def m_step(tree, total, s1, s2, noise_floor):
     """Regress every node on its parent from expected statistics (one component).
 
@@ -347,8 +349,7 @@ def m_step(tree, total, s1, s2, noise_floor):
     ``s_v`` is floored at ``noise_floor[v]``.
     """
     n = tree.n_nodes
-    mean = s1 / total
-    cov = s2 / total - np.outer(mean, mean)
+    mean, cov = _expected_moments(total, s1, s2)
     weight = np.zeros(n)
     offset = np.zeros(n)
     noise = np.zeros(n)
@@ -391,8 +392,7 @@ def group_noise(tree, groups, total, s1, s2, weight, noise, noise_floor):
         ``noise`` with the groups' variances replaced.
     noise_corr : ndarray of shape (n_nodes, n_nodes)
     """
-    mean = s1 / total
-    cov = s2 / total - np.outer(mean, mean)
+    mean, cov = _expected_moments(total, s1, s2)
     noise = noise.copy()
     corr = np.eye(tree.n_nodes)
     for g in groups:
@@ -551,6 +551,26 @@ def n_free_parameters(tree, n_components, groups=None):
     return n_components * per + n_components - 1
 
 
+def _check_groups(trees, groups, relearn):
+    """Groups as int arrays, each of columns with one parent in every tree."""
+    if not groups:
+        return None
+    if relearn:
+        raise ValueError("groups (multivariate leaves) cannot be used with relearn_trees.")
+    groups = [np.asarray(g, dtype=np.int64) for g in groups]
+    seen = np.concatenate(groups)
+    d = trees[0].n_observed
+    if len(np.unique(seen)) != len(seen) or seen.min() < 0 or seen.max() >= d:
+        raise ValueError(f"groups must be disjoint sets of columns 0..{d - 1}.")
+    for t in trees:
+        for g in groups:
+            if len(set(t.parent[g].tolist())) != 1:
+                raise ValueError(f"The columns {g.tolist()} of a group must share a parent.")
+    return groups
+
+
+# small dense blocks: BLAS threads cost more than they give (and starve on busy cores)
+@single_threaded
 def fit_gaussian_tree(
     X,
     tree,
@@ -609,56 +629,7 @@ def fit_gaussian_tree(
         Weighted mean log-likelihood after each iteration.
     converged : bool
     """
-    # small dense blocks: BLAS threads cost more than they give (and starve on busy cores)
-    with single_threaded_blas():
-        return _fit(
-            X,
-            tree,
-            n_components,
-            sample_weight,
-            corr,
-            labels,
-            max_iter,
-            tol,
-            reg_covar,
-            relearn_trees,
-            init,
-            groups,
-        )
-
-
-def _check_groups(trees, groups, relearn):
-    """Groups as int arrays, each of columns with one parent in every tree."""
-    if not groups:
-        return None
-    if relearn:
-        raise ValueError("groups (multivariate leaves) cannot be used with relearn_trees.")
-    groups = [np.asarray(g, dtype=np.int64) for g in groups]
-    seen = np.concatenate(groups)
-    d = trees[0].n_observed
-    if len(np.unique(seen)) != len(seen) or seen.min() < 0 or seen.max() >= d:
-        raise ValueError(f"groups must be disjoint sets of columns 0..{d - 1}.")
-    for t in trees:
-        for g in groups:
-            if len(set(t.parent[g].tolist())) != 1:
-                raise ValueError(f"The columns {g.tolist()} of a group must share a parent.")
-    return groups
-
-
-def _fit(
-    X,
-    tree,
-    n_components,
-    sample_weight,
-    corr,
-    labels,
-    max_iter,
-    tol,
-    reg_covar,
-    relearn,
-    init,
-    groups=None,
-):
+    relearn = relearn_trees
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     K = int(n_components)
@@ -801,8 +772,7 @@ def chow_liu_from_statistics(total, s1, s2, previous=None):
     returned when it spans the same edges, so that unchanged structures stay the same
     object.
     """
-    mean = s1 / total
-    cov = s2 / total - np.outer(mean, mean)
+    mean, cov = _expected_moments(total, s1, s2)
     sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
     rho = np.clip(cov / np.outer(sd, sd), -1.0 + 1e-12, 1.0 - 1e-12)
     info = -0.5 * np.log1p(-(rho**2))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, wraps
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["single_threaded_blas"]
+__all__ = ["single_threaded_blas", "single_threaded"]
 
 
 @lru_cache(maxsize=1)
@@ -22,3 +22,15 @@ def single_threaded_blas():
     (``k' x k'`` by ``k' x rows``) and BLAS threads waiting for each other on busy cores
     slowed an E-step 50-fold (measured); row blocks share the cores instead."""
     return _controller().limit(limits=1, user_api="blas")
+
+
+def single_threaded(func):
+    """Decorator: ``func`` runs under :func:`single_threaded_blas` (for functions whose
+    products are small dense blocks, such as the Gaussian trees' EM)."""
+
+    @wraps(func)
+    def wrapper(*args, **kwargs):
+        with single_threaded_blas():
+            return func(*args, **kwargs)
+
+    return wrapper

@@ -90,7 +90,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     n_components : int or "auto", default="auto"
         States of the discrete root. ``"auto"``: 1, 2, ... up to 10 by BIC, stopping
         after two in a row that do not improve it, and trying no more components than
-        leave ``n_features + 1`` distinct rows to each.
+        leave ``n_features + 1`` distinct rows to each (with multivariate leaves, 3 per
+        column of the largest leaf).
     structure : str, LatentTree or Newick string, default="auto"
         ``"me"`` (minimum-evolution search on the Gaussian metric), ``"nj"``, ``"rg"``,
         ``"clrg"``, ``"clnj"``, ``"star"`` (one hidden variable: factor analysis with one
@@ -311,25 +312,23 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             distinct = len(np.unique(np.nan_to_num(S, nan=np.inf), axis=0))
             top = max(1, min(MAX_AUTO_COMPONENTS, distinct // (d + 1)))
             grid = range(1, top + 1)
-            self._rows_for_groups = distinct
         else:
             if self.n_components > len(S):
                 raise ValueError(f"n_components={self.n_components} must be <= n_samples={len(S)}.")
-            grid = (self.n_components,)
-            self._rows_for_groups = None
+            grid, distinct = (self.n_components,), None
         self.bic_ = {}
         prepared = {name: self._margins(X, S, sw, lam, name) for name, lam in options.items()}
         if len(prepared) > 1:
             # the margins are chosen on the fastest structure, the Chow-Liu tree (its fits
             # count among the candidates when "chow_liu" is one)
             trial = {
-                name: self._search(data, sw, ("chow_liu",), grid, seed)
+                name: self._search(data, sw, ("chow_liu",), grid, seed, distinct)
                 for name, data in prepared.items()
             }
             chosen = min(trial, key=lambda name: trial[name]["bic"])
             prepared = {chosen: prepared[chosen]}
         ((name, data),) = prepared.items()
-        best = self._search(data, sw, structures, grid, seed)
+        best = self._search(data, sw, structures, grid, seed, distinct)
         best.update(lambdas=options[name], center=data["center"], scale=data["scale"])
         best["transform"] = name
         self.lambdas_ = best["lambdas"]
@@ -376,7 +375,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             "starts": {},
         }
 
-    def _search(self, data, sw, structures, grid, seed):
+    def _search(self, data, sw, structures, grid, seed, distinct):
         """The best BIC over structures, each walking the grid of components (a tree
         without hidden variables needs more components than a latent tree to fit the
         same law) until two in a row do not improve it; fits are cached in ``data``."""
@@ -385,7 +384,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         for structure in structures:
             name = structure if isinstance(structure, str) else "given"
             worse, best_here = 0, np.inf
-            for k in self._group_grid(name, grid, len(data["Z"][0]), len(structures) > 1):
+            d = data["Z"].shape[1]
+            for k in _group_grid(name, grid, d, distinct, optional=len(structures) > 1):
                 if (name, k) not in data["fits"]:
                     fit = self._fit_one(data["Z"], sw, structure, k, seed, data["starts"])
                     fit["bic"] = (
@@ -406,19 +406,6 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                     if worse >= _PATIENCE:
                         break
         return dict(best)
-
-    def _group_grid(self, name, grid, d, optional):
-        """The components that a structure with multivariate leaves may use: each needs
-        ``_ROWS_PER_GROUP_COLUMN`` distinct rows per column of its largest leaf, or its
-        noise covariances are fitted to a handful of rows and held-out rows far from them
-        get densities near zero (on one class of wine, 38 rows and 13 columns, two
-        full-covariance components BIC chose gave a test row 135 nats of log-loss). With
-        ``n_components`` given, or the structure asked for by name, at least one."""
-        if name not in GROUPED_LEAF_STRUCTURES or self._rows_for_groups is None:
-            return grid
-        m = d if name == "full" else min(GROUP_SIZE, d)
-        kept = [k for k in grid if k * _ROWS_PER_GROUP_COLUMN * m <= self._rows_for_groups]
-        return kept or ([] if optional else list(grid)[:1])
 
     def _fit_one(self, Z, sw, structure, k, seed, starts):
         # the k-means start of k components, shared by the candidate structures
@@ -597,6 +584,21 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+
+def _group_grid(name, grid, d, distinct, optional):
+    """The components that a structure with multivariate leaves may use: each needs
+    ``_ROWS_PER_GROUP_COLUMN`` distinct rows per column of its largest leaf, or its
+    noise covariances are fitted to a handful of rows and held-out rows far from them
+    get densities near zero (on one class of wine, 38 rows and 13 columns, two
+    full-covariance components BIC chose gave a test row 135 nats of log-loss). With
+    ``n_components`` given (``distinct`` is None) all of ``grid``; with the structure asked
+    for by name (not ``optional``) at least one."""
+    if name not in GROUPED_LEAF_STRUCTURES or distinct is None:
+        return grid
+    m = d if name == "full" else min(GROUP_SIZE, d)
+    kept = [k for k in grid if k * _ROWS_PER_GROUP_COLUMN * m <= distinct]
+    return kept or ([] if optional else list(grid)[:1])
 
 
 def _is(value, name):
