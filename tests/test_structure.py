@@ -14,6 +14,7 @@ from ltm_sklearn._algorithms.structure import (
     learn_tree,
     neighbor_joining,
     nonparanormal_distance,
+    pairwise_correlation,
     recursive_grouping,
     spectral_distance,
 )
@@ -306,3 +307,18 @@ def test_default_structure_keeps_the_latent_tree():
     est = SpectralLatentTree(random_state=0).fit(X)
     assert robinson_foulds(est.tree_, truth) == 0
     assert est.structure_ in ("me", "clnj")
+
+
+def test_correlations_and_gaussian_distances_are_exactly_symmetric():
+    # uncorrelated float32 columns: correlations near zero, where the rounding of the
+    # products (i, j) and (j, i) differs and -log |corr| magnifies it (scikit-learn's
+    # dtype check once met "D must be symmetric" in the Gaussian tree's structure step)
+    rng = np.random.default_rng(0)
+    for n in (20, 1000):
+        X = (3 * rng.uniform(size=(n, 5))).astype(np.float32)
+        w = rng.uniform(0.5, 2.0, size=n)
+        for weights in (None, w):
+            corr = pairwise_correlation(X, weights)
+            assert np.array_equal(corr, corr.T)
+        D = gaussian_distance(X)
+        assert np.array_equal(D, D.T)

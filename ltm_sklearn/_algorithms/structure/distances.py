@@ -228,6 +228,9 @@ def pairwise_correlation(X, sample_weight=None):
     ok = (rows >= 2) & (n > 0) & (var_i > (1e-10 * size[:, None]) ** 2) & np.isfinite(corr)
     ok &= ok.T
     corr = np.where(ok, np.clip(corr, -1.0, 1.0), 0.0)
+    # the products above sum (i, j) and (j, i) in different orders: near-zero correlations
+    # of uncorrelated columns differ by their rounding, and so would -log |corr|
+    corr = 0.5 * (corr + corr.T)
     np.fill_diagonal(corr, 1.0)
     return corr
 
