@@ -10,6 +10,7 @@ from ltm_sklearn._algorithms.structure import (
     binary_leaf_tree,
     bionj,
     bme_length,
+    censored_residual,
     clnj,
     learn_tree,
     minimum_evolution_search,
@@ -232,7 +233,6 @@ def test_bionj_with_equal_variances_is_neighbor_joining_and_recovers_additive_tr
 
 
 def test_censored_residual_ignores_saturated_distances_only_when_too_long():
-    from ltm_sklearn._algorithms.structure import censored_residual
     from ltm_sklearn._algorithms.structure.saturation import saturation_level
 
     truth = random_binary_tree(12, random_state=2)
@@ -279,3 +279,19 @@ def test_search_is_never_longer_than_neighbor_joining():
     nj = neighbor_joining(D)
     assert bme_length(found, D) <= bme_length(nj, D) + 1e-12
     assert robinson_foulds(found, truth) <= robinson_foulds(nj, truth)
+
+
+def test_censored_check_keeps_the_search_against_a_much_longer_clnj_tree():
+    # general Markov balanced 16-leaf tree, noise 0.5, 1e4 rows (a fresh model of the
+    # bench_structure sweep): CLNJ merges wrong pairs (RF 6) yet fits the reliable
+    # distances better (censored residual 0.9 vs 21.9); its tree is 3.5% longer under
+    # balanced minimum evolution, and the searched tree (RF 2) is kept
+    truth = balanced_binary_tree(16)
+    model = LatentTreeModel.random(truth, 2, 4, noise=0.5, random_state=12)
+    X = model.sample(10_000, random_state=112)
+    D = spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(16, 4)), 2)
+    local = learn_tree(D, "clnj", n_samples=10_000)
+    found = learn_tree(D, "me", n_samples=10_000)
+    assert censored_residual(local, D, 10_000) < censored_residual(found, D, 10_000) - 1
+    assert bme_length(local, D) > 1.03 * bme_length(found, D)
+    assert robinson_foulds(found, truth) < robinson_foulds(local, truth)

@@ -20,7 +20,8 @@ with ``t_ij`` the path length of ``T`` under edge lengths ``l``, ``w_ij = N exp(
 (inverse variances, capped at the censoring level) and ``D_ij`` censored when
 ``D_ij > 0.5 log N - delta``. :func:`~ltm_sklearn.structure.learn_tree` with ``"me"``
 keeps the searched tree unless the Chow-Liu neighbor-joining tree - built from short
-distances only - has a residual smaller by more than one (``_MARGIN``).
+distances only - has a residual smaller by more than one and a balanced minimum-evolution
+length at most 3% above the searched tree's.
 """
 
 from __future__ import annotations
