@@ -138,6 +138,16 @@ def test_unique_rows_merge_identical_rows_and_keep_weights():
     wide = np.hstack([wide, wide[:, :50]])
     u, uw = unique_rows(wide, np.ones(350))
     assert u.shape[1] == 300 and uw.max() == 2
+    # the hashed rows of a wide table: every distinct row once, with its summed weight
+    wide[3, -1] = -1
+    w = rng.rand(350)
+    u, uw = unique_rows(wide, w)
+    expected = {}
+    for row, x in zip(map(tuple, wide.T), w):
+        expected[row] = expected.get(row, 0.0) + x
+    assert u.shape[1] == len(expected) == 301
+    for row, x in zip(map(tuple, u.T), uw):
+        assert x == pytest.approx(expected[row])
 
 
 def test_held_out_gap_shrinks_with_n():
