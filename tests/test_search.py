@@ -253,15 +253,22 @@ def test_censored_residual_ignores_saturated_distances_only_when_too_long():
     assert censored_residual(truth, floored, n, delta=-10.0) > 1.0
 
 
+def _sweep_distances(truth, seed, n_rows, noise=0.5):
+    """Spectral distances of model ``seed`` of the sweep of bench_structure.py (general
+    Markov, k = 2, n = 4) on ``truth``."""
+    model = LatentTreeModel.random(truth, 2, 4, noise=noise, random_state=seed)
+    X = model.sample(n_rows, random_state=seed + 100)
+    n_states = np.full(truth.n_observed, 4)
+    return spectral_distance(MomentEstimator(X.T.astype(np.int16), n_states), 2)
+
+
 def test_search_keeps_the_latent_tree_or_takes_clnj_when_saturation_misleads_it():
     # general Markov random 32-leaf trees, noise 0.5, 1e5 rows: balanced minimum evolution
     # alone ended at a mean RF of 17.6 against CLNJ's 3.2 (bench_structure, 5 models)
     rf_me, rf_clnj = [], []
     for seed in range(2):
         truth = random_binary_tree(32, random_state=seed)
-        model = LatentTreeModel.random(truth, 2, 4, noise=0.5, random_state=seed)
-        X = model.sample(100_000, random_state=seed + 100)
-        D = spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(32, 4)), 2)
+        D = _sweep_distances(truth, seed, 100_000)
         rf_me.append(robinson_foulds(learn_tree(D, "me", n_samples=100_000), truth))
         rf_clnj.append(robinson_foulds(learn_tree(D, "clnj", n_samples=100_000), truth))
     assert np.mean(rf_me) <= np.mean(rf_clnj)
@@ -272,9 +279,7 @@ def test_search_is_never_longer_than_neighbor_joining():
     # the search from BIONJ and CLNJ stopped at a tree longer under balanced minimum
     # evolution than neighbor joining's own (RF 6 against NJ's 4)
     truth = balanced_binary_tree(16)
-    model = LatentTreeModel.random(truth, 2, 4, noise=0.5, random_state=1)
-    X = model.sample(10_000, random_state=101)
-    D = spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(16, 4)), 2)
+    D = _sweep_distances(truth, 1, 10_000)
     found = learn_tree(D, "me", n_samples=10_000)
     nj = neighbor_joining(D)
     assert bme_length(found, D) <= bme_length(nj, D) + 1e-12
@@ -287,9 +292,7 @@ def test_censored_check_keeps_the_search_against_a_much_longer_clnj_tree():
     # distances better (censored residual 0.9 vs 21.9); its tree is 3.5% longer under
     # balanced minimum evolution, and the searched tree (RF 2) is kept
     truth = balanced_binary_tree(16)
-    model = LatentTreeModel.random(truth, 2, 4, noise=0.5, random_state=12)
-    X = model.sample(10_000, random_state=112)
-    D = spectral_distance(MomentEstimator(X.T.astype(np.int16), np.full(16, 4)), 2)
+    D = _sweep_distances(truth, 12, 10_000)
     local = learn_tree(D, "clnj", n_samples=10_000)
     found = learn_tree(D, "me", n_samples=10_000)
     assert censored_residual(local, D, 10_000) < censored_residual(found, D, 10_000) - 1
