@@ -448,8 +448,9 @@ def unique_rows(codes, weights):
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     else:
         # a 64-bit hash per row (random odd multipliers, products wrapping modulo 2^64):
-        # sorting one integer per row instead of the rows' bytes (1e5 rows x 64 columns:
-        # 0.97 s -> 0.1 s); kept only when every row equals its group's first row
+        # sorting one integer per row instead of the rows' bytes (1e5 rows x 64 columns,
+        # 15 runs: median 0.18 -> 0.14 s, slowest 0.70 -> 0.17 s); kept only when every
+        # row equals its group's first row
         multipliers = np.random.default_rng(0).integers(1, 2**63, size=len(shifted))
         key = np.zeros(codes.shape[1], dtype=np.uint64)
         for row, m in zip(shifted, multipliers.astype(np.uint64) | np.uint64(1)):
