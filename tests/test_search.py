@@ -298,3 +298,6 @@ def test_censored_check_keeps_the_search_against_a_much_longer_clnj_tree():
     assert censored_residual(local, D, 10_000) < censored_residual(found, D, 10_000) - 1
     assert bme_length(local, D) > 1.03 * bme_length(found, D)
     assert robinson_foulds(found, truth) < robinson_foulds(local, truth)
+    # without the length condition CLNJ's tree is taken
+    residual_only = learn_tree(D, "me", n_samples=10_000, censored_max_excess=None)
+    assert robinson_foulds(residual_only, local) == 0

@@ -48,7 +48,7 @@ _CENSORED_MARGIN = 1.0
 #: them: wrong in 12 of 12 on balanced trees (CLNJ merges wrong pairs there), in 11 of 21
 #: on random ones. Chosen among 0.01-0.05 on 15 models per cell and kept on 15 fresh ones:
 #: cells above the better of NJ and CLNJ 6 -> 3, mean RF 5.74 -> 5.53
-_CENSORED_MAX_EXCESS = 0.03
+CENSORED_MAX_EXCESS = 0.03
 
 
 def sample_threshold(n_samples):
@@ -61,7 +61,15 @@ def sample_threshold(n_samples):
     return _THRESHOLD_SCALE / np.sqrt(max(float(n_samples), 1.0))
 
 
-def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, verbose=0):
+def learn_tree(
+    D,
+    method="nj",
+    n_samples=None,
+    feature_names=None,
+    n_jobs=None,
+    verbose=0,
+    censored_max_excess=CENSORED_MAX_EXCESS,
+):
     """Learn a latent tree from a distance matrix between observed variables.
 
     Parameters
@@ -75,7 +83,8 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, 
         joining tree competes too - and with ``n_samples`` and at most 512 columns the
         CLNJ tree replaces it when it fits the distances clearly better with the
         saturated ones censored, :func:`~ltm_sklearn.structure.censored_residual`, and
-        is at most 3% longer under balanced minimum evolution), neighbor joining (all
+        is at most ``censored_max_excess`` longer under balanced minimum evolution),
+        neighbor joining (all
         observed variables at leaves), recursive grouping, Chow-Liu recursive grouping,
         Chow-Liu neighbor joining (these three may place observed variables at internal
         nodes), or a star around one hidden node.
@@ -86,6 +95,11 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, 
         ``"me"``: processes searching from the two starts at once (joblib).
     verbose : int, default=0
         ``"me"``: print the progress of each search.
+    censored_max_excess : float or None, default=0.03
+        ``"me"``: the CLNJ tree replaces the searched one only when its balanced
+        minimum-evolution length is at most this share above the searched tree's
+        (``None``: the censored residual alone decides). Chosen on the spectral metric
+        of categorical data (``bench_structure.py``).
 
     Returns
     -------
@@ -138,7 +152,8 @@ def learn_tree(D, method="nj", n_samples=None, feature_names=None, n_jobs=None, 
                     f"search {l_best:.4f}, CLNJ {l_local:.4f}"
                 )
             fits_better = r_local < r_best - _CENSORED_MARGIN
-            if fits_better and l_local <= (1.0 + _CENSORED_MAX_EXCESS) * l_best:
+            excess = np.inf if censored_max_excess is None else censored_max_excess
+            if fits_better and l_local <= (1.0 + excess) * l_best:
                 best = local
         return LatentTree(best.edges, d, feature_names=feature_names)
     fn = {"rg": recursive_grouping, "clrg": clrg, "clnj": clnj}[method]
