@@ -301,3 +301,5 @@ def test_censored_check_keeps_the_search_against_a_much_longer_clnj_tree():
     # without the length condition CLNJ's tree is taken
     residual_only = learn_tree(D, "me", n_samples=10_000, censored_max_excess=None)
     assert robinson_foulds(residual_only, local) == 0
+    with pytest.raises(ValueError, match="censored_max_excess"):
+        learn_tree(D, "me", n_samples=10_000, censored_max_excess=-0.1)

@@ -112,6 +112,10 @@ def learn_tree(
     >>> learn_tree(D, "clnj", n_samples=10_000).to_newick()
     '(0,1,(2,3));'
     """
+    if censored_max_excess is not None and not censored_max_excess >= 0:
+        raise ValueError(
+            f"censored_max_excess must be a non-negative share or None, got {censored_max_excess}."
+        )
     if method not in DISTANCE_METHODS:
         raise ValueError(
             f"learn_tree works from distances with one of {DISTANCE_METHODS}, got {method!r}"
@@ -140,9 +144,8 @@ def learn_tree(
             print(f"minimum evolution: lengths from BIONJ, CLNJ starts (and NJ) {lengths}")
         if n_samples is not None and d <= _CENSORED_CHECK_MAX:
             # balanced minimum evolution sums saturated distances; the CLNJ tree (short
-            # distances only) wins when it fits the data with them censored clearly better
-            # distances censored, unless the CLNJ tree is much longer under balanced
-            # minimum evolution than the searched one
+            # distances only) wins when it fits the data with them censored clearly better,
+            # unless it is much longer under balanced minimum evolution than the searched one
             r_best = censored_residual(best, D, n_samples)
             r_local = censored_residual(local, D, n_samples)
             l_best, l_local = bme_length(best, D), bme_length(local, D)
