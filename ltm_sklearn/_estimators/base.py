@@ -49,6 +49,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .._algorithms.em import (
+    EarlyStopping,
     average_members,
     can_average_members,
     fit_em,
@@ -69,20 +70,16 @@ from .._algorithms.structure import (
 from .._algorithms.structure.learn import DISTANCE_METHODS
 from .._algorithms.tensor import expand_states, tensor_cpts
 from .._engine.inference import CodeEvidence, hidden_posteriors, log_likelihood, sample_states
-from .._engine.moments import (
-    CategoricalEncoder,
-    MomentEstimator,
-    declared_categories,
-    holdout_weights,
-)
+from .._engine.moments import CategoricalEncoder, MomentEstimator, declared_categories
 from .._engine.tree import LatentTree
 from .._sources.distributed import dask_moments
 from .._sources.streaming import RowStatistics
+from .selection import PATIENCE, TIE_TOL, best_key, grow, held_out_split, paired_se, race
 
-__all__ = ["BaseLatentTree", "FittedModel", "AUTO_CANDIDATES"]
+__all__ = ["BaseLatentTree", "FittedModel", "ModelChoice", "AUTO_CANDIDATES"]
 
 #: candidate structures compared by ``structure="auto"``, in the order that breaks ties
-#: (held-out scores within ``_TIE_TOL``)
+#: (held-out scores within ``TIE_TOL``)
 AUTO_CANDIDATES = ("me", "clnj", "hclt", "grouped_hclt", "chow_liu", "star")
 #: structures whose tree does not depend on ``k'`` (learned once per selection)
 _K_FREE_STRUCTURES = ("given", "chow_liu", "hclt", "grouped_hclt", "star")
@@ -90,43 +87,38 @@ _K_FREE_STRUCTURES = ("given", "chow_liu", "hclt", "grouped_hclt", "star")
 AUTO_HIDDEN_STATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 #: candidate structures carried from one ``k'`` to the next by ``n_hidden_states="auto"``
 #: once ``k' >= _AUTO_PRUNE_FROM`` (below, every candidate is fitted: at small ``k'`` the
-#: latent structures score alike, and the one that gains most from more states - the
-#: hidden Chow-Liu tree on the density benchmark - may rank third)
+#: latent structures score alike, and the one that gains most from more states may rank
+#: third); also the fewest structures a race at one ``k'`` runs to its last rung
 _AUTO_KEEP = 2
 _AUTO_PRUNE_FROM = 8
 #: ``n_hidden_states="auto"`` stops growing ``k'`` before the candidate fits of a level
 #: would take the selection's multiply-adds past this (rows x edges x k'^2 x EM
-#: iterations x 6: about 3-5 minutes on one core) - a bound in operations, not seconds,
-#: so that the choice does not depend on the machine
+#: iterations x 6) - a bound in operations, not seconds, so that the choice does not
+#: depend on the machine
 _AUTO_OPERATIONS = 4e12
-#: held-out scores (nats per row) closer than this are a tie, broken by a fixed order
-_TIE_TOL = 1e-6
-#: ``n_hidden_states="auto"`` stops growing after this many ``k'`` in a row that do not
-#: improve the best held-out score
-_AUTO_PATIENCE = 2
 #: most entries of a table between two hidden nodes per row of data (``k'^2`` against
-#: the rows): 10 admits the hidden Chow-Liu trees of the density benchmark at k' = 128
-#: (16,384 entries, 15,000 rows) and refuses k' = 1,000 on 3,000 rows
+#: the rows): admits k' = 128 on 15,000 rows and refuses k' = 1,000 on 3,000 rows
 _ENTRIES_PER_ROW = 10
 #: memory the tables of one model may take (EM holds a few copies), in bytes
 _TABLE_MEMORY = 2**30
-#: from this many hidden states on, EM's messages are float32 (the held-out likelihood
-#: moved by under 1e-6 nats per row at k' = 16-128 on the density benchmark; 2x faster)
+#: from this many hidden states on, EM's messages are float32 (2x faster; the held-out
+#: likelihood moves by under 1e-6 nats per row, see the user guide)
 _FLOAT32_STATES = 16
 #: relative perturbation of the copied states when a start has fewer hidden states than k'
 _EXPAND_NOISE = 0.05
-#: the same when ``n_hidden_states="auto"`` grows a fit to twice the states: larger, so
-#: that EM leaves the copies' symmetric point (nltcs, hidden Chow-Liu tree 16 -> 32:
-#: valid -5.938 at 0.5 in 69 iterations, -5.940 at 0.05 in 60; plants 8 -> 16: -12.999
-#: grown vs -13.019 from a random start)
+#: the same when ``n_hidden_states="auto"`` grows a fit to more states: larger, so that
+#: EM leaves the copies' symmetric point (see the user guide)
 _GROW_NOISE = 0.5
-#: share of the rows held out to compare candidate structures, and the largest numbers of
-#: training and validation rows the comparison reads (a random subsample beyond that)
-_VALIDATION_SHARE = 0.2
-_SELECTION_MAX_TRAIN = 20_000
-_SELECTION_MAX_VALIDATION = 5_000
-#: EM iterations of the candidate fits (a ranking needs less precision than the final fit)
+#: EM iterations of the candidate fits at the last rung of a race (a ranking needs less
+#: precision than the final fit), and the first rung's share of them
 _SELECTION_MAX_ITER = 50
+_FIRST_RUNG = 6
+#: EM's held-out stopping rule in a selection: a reading every ``_CHECK_EVERY`` steps,
+#: stop after ``_CHECK_PATIENCE`` readings without improvement
+_CHECK_EVERY = 5
+_CHECK_PATIENCE = 3
+#: EM iterations on every row after a selection that trained on most of them
+_REFIT_MAX_ITER = 10
 #: ``alpha="auto"``: the search starts from the default pseudo-count and moves by
 #: ``_ALPHA_FACTOR`` while the held-out score improves, within ``[_ALPHA_MIN, _ALPHA_MAX]``
 _DEFAULT_ALPHA = 0.5
@@ -134,8 +126,19 @@ _ALPHA_FACTOR = 2.0
 _ALPHA_MIN = 1.0 / 64
 _ALPHA_MAX = 16.0
 #: ``n_members="auto"``: at most this many members, each added while the held-out score
-#: of the average gains (more than ``_TIE_TOL``)
+#: of the average gains (more than ``TIE_TOL``)
 _AUTO_MAX_MEMBERS = 4
+
+
+def _rungs(cap):
+    """Cumulative EM iterations of the rungs of a race: ``_FIRST_RUNG``, doubled up to
+    ``cap``."""
+    rungs = []
+    effort = min(_FIRST_RUNG, cap)
+    while effort < cap:
+        rungs.append(effort)
+        effort *= 2
+    return (*rungs, cap)
 
 
 #: fitted attributes that some fits set and others do not
@@ -181,6 +184,24 @@ class FittedModel:
     extras: dict = field(default_factory=dict)
 
 
+@dataclass
+class ModelChoice:
+    """What a selection chose (:meth:`BaseLatentTree._select_model`), for ``fit`` to
+    assign: ``k'``, the structure, the fit on the training rows (and the members), the
+    held-out scores of every candidate, and the training weight of the selection."""
+
+    k: int
+    structure: str
+    fit: FittedModel | None = None
+    train_weight: float = 0.0
+    structure_scores: dict = field(default_factory=dict)
+    k_scores: dict = field(default_factory=dict)
+    alpha: float | None = None
+    alpha_scores: dict | None = None
+    members: list | None = None
+    member_scores: dict | None = None
+
+
 def target_index(estimator, target):
     """Index of the column ``target`` (an index, or a feature name seen in ``fit``)."""
     names = getattr(estimator, "feature_names_in_", None)
@@ -219,6 +240,9 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     _independence_alpha = 1.0
     #: estimators without the ``n_members`` parameter (``KernelLatentTree``) fit one member
     n_members = 1
+    #: whether a fit can go on from where it stopped (EM on category codes), so that the
+    #: candidates of a selection can race; otherwise each is fitted once
+    _resumable_fits = True
 
     _parameter_constraints: dict = {
         "n_hidden_states": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -388,34 +412,14 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         return moments.codes
 
     def _selection_split(self, moments):
-        """``(training moments, held-out rows, their weights, unseen probabilities)`` for
-        model selection, or ``None`` with a total weight under 10 rows.
-
-        The weight of every row is split between held-out and training parts by
-        :func:`~ltm_sklearn._engine.moments.holdout_weights` (a hash of the row and of
-        its copies, seeded by an integer ``random_state``, else 0): the same rows give the
-        same split whether they came through ``fit``, ``partial_fit`` or a Dask
-        collection, in any order, and a row of weight 3 is split as three copies are. A
-        share ``_VALIDATION_SHARE`` is held out (at most ``_SELECTION_MAX_VALIDATION``
-        distinct rows); at most ``_SELECTION_MAX_TRAIN`` distinct rows train.
-        """
-        rows = np.flatnonzero(moments.sample_weight > 0)
-        if moments.sample_weight[rows].sum() < 10:  # a weight counts as repeated rows
+        """``(training moments, held-out split, unseen probabilities)`` for model
+        selection (:func:`~ltm_sklearn._estimators.selection.held_out_split` on
+        :meth:`_row_values`), or ``None`` with a total weight under 10 rows."""
+        split = held_out_split(self._row_values(moments), moments.sample_weight, self.random_state)
+        if split is None:
             return None
-        seed = self.random_state if isinstance(self.random_state, Integral) else 0
-        held, train_w, key = holdout_weights(
-            self._row_values(moments)[:, rows],
-            moments.sample_weight[rows],
-            _VALIDATION_SHARE,
-            seed,
-        )
-        order = np.argsort(key, kind="stable")
-        val = np.sort(order[held[order] > 0][:_SELECTION_MAX_VALIDATION])
-        train = np.sort(order[train_w[order] > 0][:_SELECTION_MAX_TRAIN])
-        if val.size == 0 or train.size == 0:
-            return None
-        train_moments = moments.rows(rows[train], train_w[train])
-        return train_moments, rows[val], held[val], self._unseen_proba(train_moments)
+        train_moments = moments.rows(split.train, split.train_weights)
+        return train_moments, split, self._unseen_proba(train_moments)
 
     def _hidden_state_grid(self, moments):
         """The ``k'`` that ``n_hidden_states="auto"`` may try: at most the rows, and tables
@@ -469,26 +473,29 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             )
 
     def _select_model(self, moments, rng):
-        """``(k', structure)`` by held-out log-likelihood on :meth:`_selection_split`.
+        """The model chosen on the held-out rows of :meth:`_selection_split`: a
+        :class:`ModelChoice`.
 
-        With ``structure="auto"`` every candidate structure is learned and fitted on the
-        training rows (at most ``_SELECTION_MAX_ITER`` EM iterations) and scored on the
-        held-out rows. With ``n_hidden_states="auto"`` this runs for ``k' = 1, 2, 3, 4, 6,
-        ...`` (:data:`AUTO_HIDDEN_STATES`): from ``k' = 8`` on, each ``k'`` fits the
-        ``_AUTO_KEEP`` structures that scored best at the previous one (and any that gained
-        more than the leader), starting EM from that fit with every hidden state copied
-        (:func:`~ltm_sklearn.tensor.expand_states`) when the tree is the same; the growth
-        stops after ``_AUTO_PATIENCE`` values of ``k'`` in a row that do not improve the
-        best score, or before a level would pass the budget ``_AUTO_OPERATIONS``.
+        With ``structure="auto"`` every candidate structure is learned on the training
+        rows and the structures race at each ``k'`` (:func:`~.selection.race`): every
+        one gets a few EM iterations, the better half goes on with twice as many, always
+        compared at the same number of iterations; the last rung runs to at most
+        ``_SELECTION_MAX_ITER`` iterations, stopped early when the held-out
+        log-likelihood stops improving (:class:`~ltm_sklearn._algorithms.em.
+        EarlyStopping`). With ``n_hidden_states="auto"`` this runs for ``k' = 1, 2, 3, 4,
+        6, ...`` (:data:`AUTO_HIDDEN_STATES`, :func:`~.selection.grow`): from ``k' = 8``
+        on, each ``k'`` fits the ``_AUTO_KEEP`` structures that scored best at the
+        previous one (and any that gained more than the leader), starting EM from that
+        fit with every hidden state copied (:func:`~ltm_sklearn.tensor.expand_states`)
+        when the tree is the same; the growth stops after ``PATIENCE`` values of ``k'``
+        in a row that do not improve the best score, or before a level would pass the
+        budget ``_AUTO_OPERATIONS``.
 
         The best score wins; when it is a tree without hidden nodes (Chow-Liu), a latent
         structure within one standard error of it (paired over the held-out rows) wins
         instead, so the latent tree is kept where the data do not tell it from a Chow-Liu
-        tree. Differences within ``_TIE_TOL`` are ties, broken toward fewer hidden states
-        and then the order of :data:`AUTO_CANDIDATES`, so rounding (e.g. ``n_jobs``)
-        never changes the choice. (The one-standard-error rule for ``k'`` as well was
-        measured and dropped: held-out rows differ so much between models that it chose
-        k' = 6 on nltcs, test -6.063, against -6.00 for the best score.)
+        tree. Differences within ``TIE_TOL`` are ties, broken toward fewer hidden states
+        and then the order of :data:`AUTO_CANDIDATES` (:func:`~.selection.best_key`).
         """
         names = self._candidate_structures()
         auto_k = isinstance(self.n_hidden_states, str)
@@ -501,133 +508,158 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                     f"{what}='auto' holds out rows to choose it and needs at least 10 rows "
                     f"(total weight), got {moments.sample_weight.sum():g}; pass a number."
                 )
-            return grid[0], names[0]
-        train_moments, val, val_w, unseen = split
+            return ModelChoice(grid[0], names[0])
+        train, held, unseen = split
         cap = min(self.max_iter, _SELECTION_MAX_ITER)
-        scores, fits, trees, lls = {}, {}, {}, {}
-        alive, best, previous, spent, stale = list(names), None, None, 0.0, 0
-        n_train = np.count_nonzero(train_moments.sample_weight > 0)
-        for k in grid:
-            cost = 6.0 * cap * n_train * k * k * 2 * len(train_moments.n_states) * len(alive)
-            if previous is not None and auto_k and spent + cost > _AUTO_OPERATIONS:
+        rungs = _rungs(cap) if self._resumable_fits else (cap,)
+        scores, fits, lls, trees = {}, {}, {}, {}
+        ladder = {"alive": list(names), "previous": None, "spent": 0.0}
+        n_train = np.count_nonzero(train.sample_weight > 0)
+        n_cols = len(train.n_states)
+
+        def level(k):
+            alive, previous = ladder["alive"], ladder["previous"]
+            cost = 6.0 * cap * n_train * k * k * 2 * n_cols * len(alive)
+            if previous is not None and auto_k and ladder["spent"] + cost > _AUTO_OPERATIONS:
                 if self.verbose:
                     print(f"k'={k}: not tried (the selection's budget of operations)")
-                break
-            spent += cost
+                return None
+            ladder["spent"] += cost
             self.n_hidden_states_ = k
+            racing, level_trees = [], {}
             for name in alive:
-                key = (name, self._tree_rank(name, k, train_moments))
+                key = (name, self._tree_rank(name, k, train))
                 if key not in trees:
-                    tree = self._resolve_tree(train_moments, name)
+                    tree = self._resolve_tree(train, name)
                     trees[key] = LatentTree(tree.edges, tree.n_observed)
-                tree = trees[key]
+                tree = level_trees[name] = trees[key]
                 if not tree.hidden_nodes and (name, previous) in scores:
-                    scores[(name, k)] = scores[(name, previous)]  # no hidden state to add
-                    fits[(name, k)] = fits[(name, previous)]
-                    lls[(name, k)] = lls[(name, previous)]
+                    for table in (scores, fits, lls):  # no hidden state to add
+                        table[(name, k)] = table[(name, previous)]
                     continue
-                start = fits.get((name, previous))
-                grow = k > _moment_states(train_moments.n_states)  # else a moment start
-                if start is not None and start.tree.edges == tree.edges and grow:
-                    fitted = self._polish(
-                        tree,
-                        train_moments,
-                        start.root_marginal,
-                        start.cpts,
-                        {},
-                        rng,
-                        cap,
-                        noise=_GROW_NOISE,
-                    )
+                racing.append(name)
+
+            def advance(name, effort, last):
+                tree, fitted = level_trees[name], fits.get((name, k))
+                stopping = self._early_stopping(tree, moments, held, unseen) if last else None
+                if fitted is None:
+                    start = fits.get((name, previous))
+                    grown = k > _moment_states(train.n_states)  # else a moment start
+                    if start is not None and start.tree.edges == tree.edges and grown:
+                        root, cpts = start.root_marginal, start.cpts
+                        fitted = self._polish(
+                            tree, train, root, cpts, {}, rng, effort, noise=_GROW_NOISE,
+                            early_stopping=stopping,
+                        )  # fmt: skip
+                    else:
+                        fitted = self._fit_parameters(
+                            tree, train, rng, max_iter=effort, early_stopping=stopping
+                        )
+                elif fitted.converged:  # nothing more to gain on the training rows
+                    return scores[(name, k)]
                 else:
-                    fitted = self._fit_parameters(tree, train_moments, rng, max_iter=cap)
-                ll = self._held_out_log_likelihood(fitted, moments, val, unseen)
-                scores[(name, k)] = float(np.average(ll, weights=val_w))
-                fits[(name, k)] = fitted
-                lls[(name, k)] = ll
-            level = {n: scores[(n, k)] for n in alive}
-            top = max(level.values())
+                    more = self._polish(
+                        tree, train, fitted.root_marginal, fitted.cpts, fitted.extras, rng,
+                        effort - fitted.n_iter, early_stopping=stopping,
+                    )  # fmt: skip
+                    more.n_iter += fitted.n_iter
+                    fitted = more
+                ll = self._held_out_log_likelihood(fitted, moments, held.rows, unseen)
+                fits[(name, k)], lls[(name, k)] = fitted, ll
+                scores[(name, k)] = held.mean(ll)
+                return scores[(name, k)]
+
+            race(racing, advance, rungs, keep=min(_AUTO_KEEP, len(racing)))
+            level_scores = {n: scores[(n, k)] for n in alive}
             if self.verbose:
-                text = ", ".join(f"{n} {s:.4f}" for n, s in level.items())
+                text = ", ".join(f"{n} {s:.4f}" for n, s in level_scores.items())
                 print(f"k'={k}: held-out log-likelihood per row {text}")
-            gains = {n: s - scores.get((n, previous), -np.inf) for n, s in level.items()}
-            previous = k
-            high = max(level.values())
-            leader = min((n for n in level if level[n] >= high - _TIE_TOL), key=names.index)
-            if best is None or scores[(leader, k)] > scores[best] + _TIE_TOL:
-                best, stale = (leader, k), 0
-            else:
-                stale += 1
-                if stale >= _AUTO_PATIENCE:
-                    break
             if k >= _AUTO_PRUNE_FROM:
-                ranked = sorted(alive, key=lambda n: (-round(level[n] / _TIE_TOL), names.index(n)))
+                gains = {n: s - scores.get((n, previous), -np.inf) for n, s in level_scores.items()}
+                ranked = sorted(
+                    alive, key=lambda n: (-round(level_scores[n] / TIE_TOL), names.index(n))
+                )
                 leader = ranked[0]
-                alive = [n for n in ranked if n in ranked[:_AUTO_KEEP] or gains[n] > gains[leader]]
+                ladder["alive"] = [
+                    n for n in ranked if n in ranked[:_AUTO_KEEP] or gains[n] > gains[leader]
+                ]
+            ladder["previous"] = k
+            leader = best_key(level_scores, names.index)
+            ladder["worse"] = _clearly_worse(lls, (leader, k), ladder.get("best"), held)
+            if ladder.get("best") is None or level_scores[leader] > scores[ladder["best"]]:
+                ladder["best"] = (leader, k)
+            return level_scores[leader]
+
+        def level_unless_worse(k):
+            # a k' clearly below the best (beyond two paired standard errors) ends the
+            # growth without waiting for the patience
+            return None if ladder.get("worse") else level(k)
+
+        grow(grid, level_unless_worse, patience=PATIENCE)
 
         # the best model (ties: fewer hidden states, then the order of the candidates);
         # a latent structure within one standard error of a tree without hidden nodes wins
-        def best_of(keys):  # within _TIE_TOL of the best: fewer states, then the order
-            high = max(scores[key] for key in keys)
-            tied = [key for key in keys if scores[key] >= high - _TIE_TOL]
-            return min(tied, key=lambda key: (key[1], names.index(key[0])))
+        def order(key):
+            return key[1], names.index(key[0])
 
-        top = best_of(list(scores))
+        top = best_key(scores, order)
         if not fits[top].tree.hidden_nodes:
-            latent = [
-                key
+            latent = {
+                key: s
                 for key, s in scores.items()
                 if fits[key].tree.hidden_nodes
-                and s >= scores[top] - max(_TIE_TOL, _paired_se(lls[top], lls[key], val_w))
-            ]
+                and s >= scores[top] - max(TIE_TOL, paired_se(lls[top], lls[key], held.weights))
+            }
             if latent:
-                top = best_of(latent)
+                top = best_key(latent, order)
         name_best, k_best = top
-        self.structure_scores_ = {n: s for (n, k), s in scores.items() if k == k_best}
-        selected = fits[top]
+        choice = ModelChoice(k_best, name_best, fits[top], float(train.sample_weight.sum()))
+        choice.structure_scores = {n: s for (n, k), s in scores.items() if k == k_best}
         if auto_k:
-            self.n_hidden_states_scores_ = {}
             for (_, k), s in scores.items():
-                self.n_hidden_states_scores_[k] = max(
-                    s, self.n_hidden_states_scores_.get(k, -np.inf)
-                )
+                choice.k_scores[k] = max(s, choice.k_scores.get(k, -np.inf))
+            choice.k_scores = dict(sorted(choice.k_scores.items()))
+        self.n_hidden_states_ = k_best
         if isinstance(self.alpha, str):
-            self.n_hidden_states_ = k_best
-            selected = self._select_alpha(selected, train_moments, moments, split, rng, cap)
-        self._selected_fit = selected
-        if auto_k and isinstance(self.n_members, str):
-            self.n_hidden_states_ = k_best
-            self._selected_members = self._select_members(
-                selected, train_moments, moments, split, rng
+            choice.alpha, choice.alpha_scores, choice.fit = self._select_alpha(
+                choice.fit, train, moments, split, rng, cap
             )
-            self._selected_fit = self._selected_members[0]
+        if auto_k and isinstance(self.n_members, str):
+            choice.members, choice.member_scores = self._select_members(
+                choice.fit, train, moments, split, rng
+            )
         if self.verbose:
             print(f"chose k'={k_best}, structure={name_best!r}")
-        return k_best, name_best
+        return choice
+
+    def _early_stopping(self, tree, moments, held, unseen):
+        """EM's stopping rule on the held-out rows of a selection."""
+
+        def score(root, cpts):
+            fitted = FittedModel(tree, root, cpts)
+            return held.mean(self._held_out_log_likelihood(fitted, moments, held.rows, unseen))
+
+        return EarlyStopping(score, every=_CHECK_EVERY, patience=_CHECK_PATIENCE, tol=TIE_TOL)
 
     def _select_alpha(self, start, train_moments, moments, split, rng, max_iter):
         """The Dirichlet pseudo-count by held-out log-likelihood (``alpha="auto"``), for
-        the model chosen on the same split; sets ``alpha_`` and ``alpha_scores_`` and
-        returns the fit at the chosen value.
+        the model chosen on the same split: ``(alpha, scores per alpha, fit at alpha)``.
 
-        EM runs ``max_iter`` more iterations from the chosen candidate's fit ``start``,
-        once with ``_DEFAULT_ALPHA`` and then with pseudo-counts ``_ALPHA_FACTOR`` times
-        smaller (then, if that did not help, larger) for as long as the held-out score
-        improves by more than ``tol`` nats per row; every value gets the same iterations
-        from the same start, so the comparison does not reward the one that ran longest.
-        (With a step of ``_TIE_TOL`` the search drifted to 1/32 on 20,000 rows of an
-        8-leaf ground truth on held-out gains of 1e-6 per row.)
+        EM runs at most ``max_iter`` more iterations from the chosen candidate's fit
+        ``start`` (stopped early on the held-out rows), once with ``_DEFAULT_ALPHA`` and
+        then with pseudo-counts ``_ALPHA_FACTOR`` times smaller (then, if that did not
+        help, larger) for as long as the held-out score improves by more than ``tol``
+        nats per row (:func:`~.selection.grow`); every value starts from the same fit.
 
         Measured: on sparse tables it pays (8-leaf ground truth, 12 categories, 400 rows:
         alpha 2, gap to the truth 0.23 vs 0.31 nats per row at 0.5); on the density
-        benchmark it does not (nltcs keeps 0.5; bnetflix chooses 2 on the held-out rows,
-        where the official valid split and the test split disagree about 2 vs 0.5 at
-        ``k' = 24``, and the final EM stops at a poorer optimum: test -56.50 vs -56.35),
-        so it is not the default.
+        benchmark it does not, so it is not the default (see the user guide).
         """
-        _, val, val_w, unseen = split
+        _, held, unseen = split
+        fits = {}
 
         def run(alpha):
+            stopping = self._early_stopping(start.tree, moments, held, unseen)
             fitted = self._polish(
                 start.tree,
                 train_moments,
@@ -637,80 +669,79 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 rng,
                 max_iter,
                 alpha=alpha,
+                early_stopping=stopping,
             )
-            ll = self._held_out_log_likelihood(fitted, moments, val, unseen)
-            return float(np.average(ll, weights=val_w)), fitted
+            fits[alpha] = fitted
+            ll = self._held_out_log_likelihood(fitted, moments, held.rows, unseen)
+            return held.mean(ll)
 
-        best, gain = _DEFAULT_ALPHA, max(self.tol, _TIE_TOL)
-        scores, fits = {}, {}
-        scores[best], fits[best] = run(best)
+        gain = max(self.tol, TIE_TOL)
+        scores = {_DEFAULT_ALPHA: run(_DEFAULT_ALPHA)}
+        best = _DEFAULT_ALPHA
         for factor in (1.0 / _ALPHA_FACTOR, _ALPHA_FACTOR):
-            alpha, moved = best * factor, False
+            values = []
+            alpha = _DEFAULT_ALPHA * factor
             while _ALPHA_MIN <= alpha <= _ALPHA_MAX:
-                scores[alpha], fits[alpha] = run(alpha)
-                if scores[alpha] <= scores[best] + gain:
-                    break
-                best, moved = alpha, True
+                values.append(alpha)
                 alpha *= factor
-            if moved:
+            walked = grow(values, run, patience=1, tol=gain, best=scores[_DEFAULT_ALPHA])
+            scores.update(walked)
+            # the last value that gained more than ``gain`` over the one before it
+            previous = scores[_DEFAULT_ALPHA]
+            for alpha, score in walked.items():
+                if score <= previous + gain:
+                    break
+                best, previous = alpha, score
+            if best != _DEFAULT_ALPHA:
                 break
         if self.verbose:
             text = ", ".join(f"{a:g} {s:.4f}" for a, s in sorted(scores.items()))
             print(f"alpha: held-out log-likelihood per row {text}; chose {best:g}")
-        self.alpha_ = best
-        self.alpha_scores_ = dict(sorted(scores.items()))
-        return fits[best]
+        return best, dict(sorted(scores.items())), fits[best]
 
     def _select_members(self, first, train_moments, moments, split, rng):
         """The fits averaged by ``n_members="auto"``, chosen on the held-out rows of
-        ``split`` with the model: ``first`` (the chosen fit) polished by EM to convergence
-        on the training rows, then EM to convergence from random starts on its tree, each
-        kept while the held-out log-likelihood of the average gains, at most
-        ``_AUTO_MAX_MEMBERS`` and tables within the memory budget. Sets
-        ``n_members_scores_`` and returns the kept fits (the starts of the final members).
+        ``split`` with the model: ``(fits, scores per number of members)``.
 
-        Every member converges before the comparison: with the candidates' 50 iterations
-        a random start at k' = 48 lags the first fit, grown from smaller k' over several
-        levels, and plants kept one member (test -12.604); converged, it keeps two
-        (-12.530) under a margin of one standard error, three without (-12.492).
-        Measured on the density benchmark (official splits, test log-likelihood per
-        row): see the user guide. The gains were still positive at 4 members on
-        bnetflix; the cap bounds the fit.
+        ``first`` (the chosen fit), then EM from random starts on its tree, each stopped
+        early on the held-out rows (at most ``max_iter`` iterations) and kept while the
+        held-out log-likelihood of the average gains (:func:`~.selection.grow` with a
+        patience of one), at most ``_AUTO_MAX_MEMBERS`` and tables within the memory
+        budget.
 
         No standard-error margin: a member of equal quality costs time rather than
         accuracy (row by row the log-likelihood of an average is at least the mean of its
-        members'), and on plants a margin of one paired standard error refused a third
-        member that gained 0.016 (s.e. 0.017) on the held-out rows and 0.039 on the test
-        set (-12.530 -> -12.492)."""
-        _, val, val_w, unseen = split
+        members'); measured on the density benchmark in the user guide."""
+        _, held, unseen = split
         tree, k = first.tree, self.n_hidden_states_
         if not tree.hidden_nodes or not can_average_members(tree):
-            self.n_members_scores_ = {}
-            return [first]
-        root, cpts = first.root_marginal, first.cpts
-        first = self._polish(tree, train_moments, root, cpts, first.extras, rng)
+            return [first], {}
         fits = [first]
-        last = self._held_out_log_likelihood(first, moments, val, unseen)
-        self.n_members_scores_ = {1: float(np.average(last, weights=val_w))}
+        lls = [self._held_out_log_likelihood(first, moments, held.rows, unseen)]
         n_states = node_states(tree, train_moments.n_states, k)
-        while len(fits) < _AUTO_MAX_MEMBERS:
-            m = len(fits) + 1
+
+        def add(m):
             if self._table_bytes(moments, k * m) > _TABLE_MEMORY:
-                break
+                return None
             root, cpts = random_cpts(tree, n_states, rng)
-            fit = self._polish(tree, train_moments, root, cpts, {}, rng)
-            ll = self._held_out_log_likelihood(_average_fits([*fits, fit]), moments, val, unseen)
-            score = float(np.average(ll, weights=val_w))
-            self.n_members_scores_[m] = score
-            gain = score - self.n_members_scores_[m - 1]
+            stopping = self._early_stopping(tree, moments, held, unseen)
+            fit = self._polish(tree, train_moments, root, cpts, {}, rng, early_stopping=stopping)
+            ll = self._held_out_log_likelihood(
+                _average_fits([*fits, fit]), moments, held.rows, unseen
+            )
+            score = held.mean(ll)
             if self.verbose:
-                se = _paired_se(ll, last, val_w)
+                gain = score - held.mean(lls[-1])
+                se = paired_se(ll, lls[-1], held.weights)
                 print(f"{m} members: held-out {score:.4f} (gain {gain:.4f}, s.e. {se:.4f})")
-            if gain <= _TIE_TOL:
-                break
-            fits.append(fit)
-            last = ll
-        return fits
+            if score > held.mean(lls[-1]) + TIE_TOL:
+                fits.append(fit)
+                lls.append(ll)
+            return score
+
+        scores = {1: held.mean(lls[0])}
+        scores.update(grow(range(2, _AUTO_MAX_MEMBERS + 1), add, patience=1, best=scores[1]))
+        return fits, scores
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -778,26 +809,53 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             # refuse before fitting any candidate (a learned latent tree has hidden nodes)
             self._check_table_memory(moments, int(self.n_hidden_states))
             self._check_rows_for_states(moments, int(self.n_hidden_states))
+        choice = None
         if isinstance(self.n_hidden_states, str) or len(names) > 1 or isinstance(self.alpha, str):
-            k, structure = self._select_model(moments, rng)
+            choice = self._select_model(moments, rng)
+            k, structure = choice.k, choice.structure
+            self.structure_scores_ = choice.structure_scores
+            if isinstance(self.n_hidden_states, str):
+                self.n_hidden_states_scores_ = choice.k_scores
+            if choice.alpha is not None:
+                self.alpha_, self.alpha_scores_ = choice.alpha, choice.alpha_scores
+            if choice.member_scores is not None:
+                self.n_members_scores_ = choice.member_scores
         else:
             k, structure = int(self.n_hidden_states), names[0]
         self._check_table_memory(moments, k)
         self.n_hidden_states_ = k
         self.structure_ = structure
-        self.tree_ = self._resolve_tree(moments, structure)
+        if choice is not None and choice.fit is not None:
+            # the tree of the chosen fit (learned on the selection's training rows)
+            names = getattr(self, "feature_names_in_", None)
+            names = None if names is None else [str(f) for f in names]
+            self.tree_ = LatentTree(
+                choice.fit.tree.edges, len(moments.n_states), feature_names=names
+            )
+        else:
+            self.tree_ = self._resolve_tree(moments, structure)
         if self.tree_.hidden_nodes:
             self._check_rows_for_states(moments, k)
-        start = self.__dict__.pop("_selected_fit", None)
-        member_starts = self.__dict__.pop("_selected_members", None)
         parameters = moments.for_parameters()
-        grown = isinstance(self.n_hidden_states, str) and k > 2
-        if start is not None and grown and start.tree.edges == self.tree_.edges:
-            # a large k': EM from the selection's fit (on most of the same rows)
-            fitted = self._polish(self.tree_, parameters, start.root_marginal, start.cpts, {}, rng)
+        starts = None
+        grown = k > _moment_states(moments.n_states)
+        reuse = choice is not None and choice.fit is not None and self._resumable_fits
+        if reuse and (grown or choice.members):
+            # beyond the k' the moments identify, EM from the selection's fits; within,
+            # the moment starts on every row (the tensor start beside the estimator's
+            # own ends higher on identifiable truths: see _second_start)
+            starts = choice.members or [choice.fit]
+            if any(f.tree.edges != self.tree_.edges for f in starts):
+                starts = None
+        if starts is not None:
+            # EM on every row from the selection's fits (on most of the same rows)
+            refit = self._refit_iterations(moments, choice)
+            fits = [self._refit(f, parameters, rng, refit) for f in starts]
+            fitted = fits[0] if len(fits) == 1 else _average_fits(fits)
+            self.n_members_ = len(fits)
         else:
             fitted = self._fit_parameters(self.tree_, parameters, rng, second_start=True)
-        fitted = self._fit_members(fitted, parameters, rng, stacklevel, member_starts)
+            fitted = self._fit_members(fitted, parameters, rng, stacklevel)
         self._set_fitted(fitted)
         if not fitted.converged:
             warnings.warn(
@@ -807,12 +865,35 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 stacklevel=stacklevel + 1,
             )
 
-    def _fit_members(self, fitted, moments, rng, stacklevel, starts=None):
+    def _refit_iterations(self, moments, choice):
+        """EM iterations on every row after a selection. With ``n_hidden_states="auto"``
+        and a selection that trained on most of the weight, ``_REFIT_MAX_ITER``: its fit
+        already stopped at the best held-out score, and the held-out fifth moves the
+        optimum little. Otherwise ``max_iter``, to the training tolerance: a given
+        ``k'`` is fitted to convergence (a grid search over ``k'`` compares converged
+        fits), and a selection on a subsample (large data) is only a start."""
+        auto_k = isinstance(self.n_hidden_states, str)
+        if auto_k and choice.train_weight >= 0.5 * float(moments.sample_weight.sum()):
+            return min(self.max_iter, _REFIT_MAX_ITER)
+        return self.max_iter
+
+    def _refit(self, start, moments, rng, max_iter):
+        """``start`` (a fit of the selection) polished by EM on ``moments``. It counts
+        as converged when the refit stopped by the training tolerance or used the budget
+        ``max_iter`` it was given below ``self.max_iter`` (the selection's own fits stop
+        on their held-out rule or their ranking budget)."""
+        fitted = self._polish(
+            start.tree, moments, start.root_marginal, start.cpts, start.extras, rng, max_iter
+        )
+        fitted.n_iter += start.n_iter
+        fitted.converged = fitted.converged or max_iter < self.max_iter
+        return fitted
+
+    def _fit_members(self, fitted, moments, rng, stacklevel):
         """``n_members`` EM fits averaged into one model
         (:func:`~ltm_sklearn._algorithms.em.average_members`): ``fitted`` and
-        ``n_members - 1`` more on the same tree, from random starts or, with
-        ``n_members="auto"``, from the members chosen on the selection split (``starts``,
-        whose first is ``fitted``'s own start); sets ``n_members_``.
+        ``n_members - 1`` more on the same tree, from random starts; sets
+        ``n_members_``.
 
         Measured on the density benchmark (bnetflix, hidden Chow-Liu tree over column
         groups, k' = 24, test log-likelihood per row): one fit -56.358, the average of two
@@ -820,7 +901,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         (k' = 48: best -56.341 after 60 EM iterations, -56.587 after 400)."""
         tree = fitted.tree
         self.n_members_ = 1
-        count = self._given_members() if starts is None else len(starts)
+        count = self._given_members()
         if count == 1 or not tree.hidden_nodes:
             return fitted  # without hidden nodes EM has one optimum: members would agree
         if not can_average_members(tree):
@@ -835,15 +916,9 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         fits = [fitted]
         n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
         for m in range(1, count):
-            start = starts[m] if starts is not None else None
-            reuse = start is not None and start.tree.edges == tree.edges
             if self.verbose:
-                origin = "its fit on the selection split" if reuse else "a random start"
-                print(f"member {m + 1} of {count}: EM from {origin}")
-            if reuse:
-                root, cpts = start.root_marginal, start.cpts
-            else:
-                root, cpts = random_cpts(tree, n_states, rng)
+                print(f"member {m + 1} of {count}: EM from a random start")
+            root, cpts = random_cpts(tree, n_states, rng)
             fits.append(self._polish(tree, moments, root, cpts, {}, rng))
         self.n_members_ = count
         return _average_fits(fits)
@@ -933,10 +1008,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     def _unseen_proba(self, moments):
         return np.array([1.0 / (c.size + t + 1.0) for c, t in moments.singleton_counts()])
 
-    def _fit_parameters(self, tree, moments, rng, max_iter=None, second_start=False):
+    def _fit_parameters(
+        self, tree, moments, rng, max_iter=None, second_start=False, early_stopping=None
+    ):
         """Explicit starting point (:meth:`_initial_parameters`) polished by EM (at most
-        ``max_iter`` iterations, default ``self.max_iter``); with ``second_start`` also
-        :meth:`_second_start`, the better training objective kept."""
+        ``max_iter`` iterations, default ``self.max_iter``, stopped early on a held-out
+        score with ``early_stopping``); with ``second_start`` also :meth:`_second_start`,
+        the better one kept."""
         if tree.hidden_nodes and self.n_hidden_states_ > _moment_states(moments.n_states):
             # more hidden states than the moments identify: EM from a random start (on the
             # density benchmark's hidden Chow-Liu trees it ends above the moment start
@@ -944,7 +1022,9 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             # -5.944 vs -5.970 at k' = 32; plants -13.02 vs -13.61 at k' = 16)
             n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
             root, cpts = random_cpts(tree, n_states, rng)
-            return self._polish(tree, moments, root, cpts, {}, rng, max_iter)
+            return self._polish(
+                tree, moments, root, cpts, {}, rng, max_iter, early_stopping=early_stopping
+            )
 
         def starts(r):
             first = self._initial_parameters(tree, moments, r)
@@ -955,7 +1035,10 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         (root, cpts, extras), second = starts(rng)
         # the better training objective is kept (the raw estimate stays the estimator's)
         others = () if second is None else (second,)
-        return self._polish(tree, moments, root, cpts, extras, rng, max_iter, others=others)
+        return self._polish(
+            tree, moments, root, cpts, extras, rng, max_iter, others=others,
+            early_stopping=early_stopping,
+        )  # fmt: skip
 
     def _polish(
         self,
@@ -969,10 +1052,12 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         noise=None,
         others=(),
         alpha=None,
+        early_stopping=None,
     ):
         """EM from ``(root, cpts)`` (and from each start of ``others``, the best kept),
         hidden states first expanded to ``k'``; pseudo-count ``alpha`` (default
-        ``alpha_``)."""
+        ``alpha_``); stopped early on a held-out score with ``early_stopping``
+        (:class:`~ltm_sklearn._algorithms.em.EarlyStopping`)."""
         noise = _EXPAND_NOISE if noise is None else noise
         alpha = self.alpha_ if alpha is None else alpha
         starts = [
@@ -995,6 +1080,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             verbose=self.verbose,
             n_jobs=self.n_jobs,
             dtype=dtype,
+            early_stopping=early_stopping,
         )
         if max_iter > 0 and getattr(moments, "n_rows_total", 0) > moments.n_samples:
             # distributed data beyond the sample: EM goes on over every partition
@@ -1247,15 +1333,13 @@ def _average_fits(fits):
     )
 
 
-def _paired_se(a, b, weights):
-    """Standard error of the weighted mean of ``a - b`` (held-out log-likelihoods of two
-    models on the same rows)."""
-    d = np.asarray(a) - np.asarray(b)
-    w = np.asarray(weights, dtype=float)
-    mean = np.average(d, weights=w)
-    var = np.average((d - mean) ** 2, weights=w)
-    n_eff = w.sum() ** 2 / np.sum(w**2)
-    return float(np.sqrt(var / max(n_eff, 1.0)))
+def _clearly_worse(lls, key, best, held, n_se=2.0):
+    """Whether the held-out log-likelihoods of ``key`` are below those of ``best`` by
+    more than ``n_se`` paired standard errors."""
+    if best is None or best == key:
+        return False
+    diff = held.mean(lls[best]) - held.mean(lls[key])
+    return diff > n_se * paired_se(lls[best], lls[key], held.weights)
 
 
 def _moment_states(n_states):

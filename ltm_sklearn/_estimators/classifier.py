@@ -21,7 +21,8 @@ from sklearn.utils.validation import (
 )
 
 from .._engine.moments import declared_categories
-from .base import _TIE_TOL, AUTO_HIDDEN_STATES, _paired_se
+from .base import AUTO_HIDDEN_STATES
+from .selection import TIE_TOL, paired_se
 from .spectral import SpectralLatentTree
 
 __all__ = ["LatentTreeClassifier"]
@@ -325,7 +326,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return float(np.average(loss, weights=w_val))
 
         def se(a, b):
-            return max(_TIE_TOL, _paired_se(a, b, w_val))
+            return max(TIE_TOL, paired_se(a, b, w_val))
 
         # candidates from the simplest: the independence model, then the estimator's own
         # structure at k' = 1, 2, 3, 4, 6, ... while the log-loss improves beyond noise
@@ -346,10 +347,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 break
             best = (k, loss)
         self.n_hidden_states_scores_ = scores
-        # the best out-of-fold log-loss (ties within _TIE_TOL: the simpler candidate)
+        # the best out-of-fold log-loss (ties within TIE_TOL: the simpler candidate)
         means = [mean(loss) for loss in losses]
         low = min(means)
-        chosen = next(i for i, m in enumerate(means) if m <= low + _TIE_TOL)
+        chosen = next(i for i, m in enumerate(means) if m <= low + TIE_TOL)
         return candidates[chosen], losses[chosen]
 
     @staticmethod
@@ -372,7 +373,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             "gaussian": loss_of("gaussian"),
         }
         self.hidden_scores_ = {f: float(np.average(v, weights=w_val)) for f, v in losses.items()}
-        better = self.hidden_scores_["gaussian"] < self.hidden_scores_["discrete"] - _TIE_TOL
+        better = self.hidden_scores_["gaussian"] < self.hidden_scores_["discrete"] - TIE_TOL
         return "gaussian" if better else "discrete"
 
     def _joint_log_likelihood(self, X):

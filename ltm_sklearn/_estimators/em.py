@@ -141,15 +141,21 @@ class LatentTreeEM(BaseLatentTree):
     def _second_start(self, tree, moments, rng):
         return None  # the tensor start is this estimator's own (restarts: n_init)
 
-    def _fit_parameters(self, tree, moments, rng, max_iter=None, second_start=False):
+    def _fit_parameters(
+        self, tree, moments, rng, max_iter=None, second_start=False, early_stopping=None
+    ):
         best = None
         for run in range(self.n_init):
             if run == 0:
-                fitted = super()._fit_parameters(tree, moments, rng, max_iter, second_start)
+                fitted = super()._fit_parameters(
+                    tree, moments, rng, max_iter, second_start, early_stopping
+                )
             else:
                 n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
                 start = random_cpts(tree, n_states, rng)
-                fitted = self._polish(tree, moments, *start, {}, rng, max_iter)
+                fitted = self._polish(
+                    tree, moments, *start, {}, rng, max_iter, early_stopping=early_stopping
+                )
             if self.verbose:
                 print(
                     f"EM restart {run + 1}/{self.n_init}: {fitted.n_iter} iterations, "

@@ -67,19 +67,17 @@ from .._engine.moments import (
     KernelMoments,
     MomentEstimator,
     RBFFeatureMap,
-    holdout_weights,
 )
 from .._engine.tree import LatentTree
 from .base import (
     _K_FREE_STRUCTURES,
-    _TIE_TOL,
-    _VALIDATION_SHARE,
     BaseLatentTree,
     FittedModel,
     check_frame_dtypes,
     is_dask_collection,
 )
 from .gaussian import GaussianLatentTree
+from .selection import TIE_TOL, held_out_split
 
 #: leaf bandwidths tried per column, as multiples of Silverman's ``1.06 n^(-1/5)`` (in
 #: standard deviations of the column)
@@ -708,7 +706,13 @@ class KernelLatentTree(BaseLatentTree):
         )
 
     # ------------------------------------------------------------------ model
-    def _fit_parameters(self, tree, moments, rng, max_iter=None, second_start=False):
+    #: the kernel model's EM reads bump densities, not category codes: a fit does not go
+    #: on from where it stopped, so candidates are fitted once instead of racing
+    _resumable_fits = False
+
+    def _fit_parameters(
+        self, tree, moments, rng, max_iter=None, second_start=False, early_stopping=None
+    ):
         """The kernel estimate of papers/002 (kept as ``raw_estimate_``), then the explicit
         model: tables over the bump centres recovered from the moments of the columns
         discretised to their nearest centres (the discrete estimators' explicit recovery),
@@ -742,6 +746,7 @@ class KernelLatentTree(BaseLatentTree):
             max_iter=self.max_iter if max_iter is None else max_iter,
             tol=self.tol,
             verbose=self.verbose,
+            early_stopping=early_stopping,
         )
         return FittedModel(tree, root, cpts, objective, n_iter, converged, extras)
 
@@ -805,7 +810,7 @@ class KernelLatentTree(BaseLatentTree):
             form = "gaussian"
         else:
             scores = self._form_scores(X, sample_weight)
-            better = scores["gaussian"] > scores["discrete"] + _TIE_TOL
+            better = scores["gaussian"] > scores["discrete"] + TIE_TOL
             form = "gaussian" if better else "discrete"
         if form == "discrete":
             super().fit(X, y, sample_weight)
@@ -850,25 +855,21 @@ class KernelLatentTree(BaseLatentTree):
     def _form_scores(self, X, sample_weight):
         """``hidden="auto"``: held-out log-likelihood per row of the discrete and the
         Gaussian form, both fitted on the training part of the split of
-        :meth:`_selection_split` (:func:`~ltm_sklearn._engine.moments.holdout_weights` on
-        the rows' values)."""
+        :func:`~ltm_sklearn._estimators.selection.held_out_split` on the rows' values."""
         A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
         sample_weight = _check_sample_weight(
             sample_weight, A, dtype=float, ensure_non_negative=True
         )
-        rows = np.flatnonzero(sample_weight > 0)
-        seed = self.random_state if isinstance(self.random_state, Integral) else 0
-        held, train_w, _ = holdout_weights(A[rows].T, sample_weight[rows], _VALIDATION_SHARE, seed)
-        val, train = rows[held > 0], rows[train_w > 0]
-        if sample_weight.sum() < 10 or val.size == 0 or train.size < 2:
+        split = held_out_split(A.T, sample_weight, self.random_state)
+        if split is None or split.train.size < 2:
             raise ValueError(
                 "hidden='auto' holds out a fifth of the rows to choose the form and needs at "
                 f"least 10 rows, got n_samples={len(A)} (total weight "
                 f"{sample_weight.sum():g}). Pass hidden='discrete' or hidden='gaussian'."
             )
         X = X if isinstance(X, pd.DataFrame) else A  # DataFrames keep their names
-        X_train, X_val = _safe_indexing(X, train), _safe_indexing(X, val)
-        w_train, w_val = train_w[train_w > 0], held[held > 0]
+        X_train, X_val = _safe_indexing(X, split.train), _safe_indexing(X, split.rows)
+        w_train, w_val = split.train_weights, split.weights
         forms = {
             "discrete": clone(self).set_params(hidden="discrete"),
             "gaussian": clone(self).set_params(hidden="gaussian"),
