@@ -333,7 +333,7 @@ def fit_em(
     if monitor is not None:
         monitor.reset()
         monitor.update(0, root_marginal, cpts, objective, force=True)
-    accepted = 0
+    accepted, stopped = 0, False
     while n_iter < max_iter:
         cand_root = _relax(root_marginal, update[0], step)
         cand = {u: _relax(cpts[u], update[1][u], step) for u in cpts}
@@ -351,12 +351,12 @@ def fit_em(
                 converged = True
                 break
             if monitor is not None and monitor.update(accepted, root_marginal, cpts, objective):
-                converged = True
+                converged = stopped = True
                 break
         else:
             step = 1.0
     if monitor is not None:
-        if monitor.best_iter != accepted:  # the last parameters were not read yet
+        if not stopped and monitor.best_iter != accepted:  # the last ones were not read
             monitor.update(accepted, root_marginal, cpts, objective, force=True)
         root_marginal, cpts, objective = monitor.best
     return root_marginal, cpts, objective, n_iter, converged, history

@@ -96,6 +96,10 @@ _AUTO_PRUNE_FROM = 8
 #: iterations x 6) - a bound in operations, not seconds, so that the choice does not
 #: depend on the machine
 _AUTO_OPERATIONS = 4e12
+#: up to this ``k'`` the growth waits ``PATIENCE`` levels for an improvement; beyond it
+#: (a level costs about as much as all the smaller ones together: ``k'^2`` per edge),
+#: one level that does not improve ends it
+_PATIENT_UP_TO = 16
 #: most entries of a table between two hidden nodes per row of data (``k'^2`` against
 #: the rows): admits k' = 128 on 15,000 rows and refuses k' = 1,000 on 3,000 rows
 _ENTRIES_PER_ROW = 10
@@ -592,8 +596,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
 
         def level_unless_worse(k):
             # a k' clearly below the best (beyond two paired standard errors) ends the
-            # growth without waiting for the patience
-            return None if ladder.get("worse") else level(k)
+            # growth without waiting for the patience, and so does any k' that does not
+            # improve once the next level costs as much as the ones before it together
+            previous = ladder["previous"]
+            stale = previous is not None and ladder["best"][1] != previous
+            if ladder.get("worse") or (stale and k > _PATIENT_UP_TO):
+                return None
+            return level(k)
 
         grow(grid, level_unless_worse, patience=PATIENCE)
 
@@ -626,7 +635,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             )
         if auto_k and isinstance(self.n_members, str):
             choice.members, choice.member_scores = self._select_members(
-                choice.fit, train, moments, split, rng
+                choice.fit, train, moments, split, rng, cap
             )
         if self.verbose:
             print(f"chose k'={k_best}, structure={name_best!r}")
@@ -699,12 +708,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             print(f"alpha: held-out log-likelihood per row {text}; chose {best:g}")
         return best, dict(sorted(scores.items())), fits[best]
 
-    def _select_members(self, first, train_moments, moments, split, rng):
+    def _select_members(self, first, train_moments, moments, split, rng, cap):
         """The fits averaged by ``n_members="auto"``, chosen on the held-out rows of
         ``split`` with the model: ``(fits, scores per number of members)``.
 
         ``first`` (the chosen fit), then EM from random starts on its tree, each stopped
-        early on the held-out rows (at most ``max_iter`` iterations) and kept while the
+        early on the held-out rows (at most ``cap`` iterations, the candidates' budget)
+        and kept while the
         held-out log-likelihood of the average gains (:func:`~.selection.grow` with a
         patience of one), at most ``_AUTO_MAX_MEMBERS`` and tables within the memory
         budget.
@@ -725,7 +735,9 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 return None
             root, cpts = random_cpts(tree, n_states, rng)
             stopping = self._early_stopping(tree, moments, held, unseen)
-            fit = self._polish(tree, train_moments, root, cpts, {}, rng, early_stopping=stopping)
+            fit = self._polish(
+                tree, train_moments, root, cpts, {}, rng, cap, early_stopping=stopping
+            )
             ll = self._held_out_log_likelihood(
                 _average_fits([*fits, fit]), moments, held.rows, unseen
             )
@@ -825,28 +837,24 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self._check_table_memory(moments, k)
         self.n_hidden_states_ = k
         self.structure_ = structure
-        if choice is not None and choice.fit is not None:
-            # the tree of the chosen fit (learned on the selection's training rows)
+        parameters = moments.for_parameters()
+        grown = k > _moment_states(moments.n_states)
+        reuse = choice is not None and choice.fit is not None and self._resumable_fits
+        starts = None
+        if reuse and (grown or choice.members):
+            # beyond the k' the moments identify, EM from the selection's fits on their
+            # tree (learned on the selection's training rows); within, the tree and the
+            # moment starts on every row (the tensor start beside the estimator's own
+            # ends higher on identifiable truths: see _second_start)
+            starts = choice.members or [choice.fit]
             names = getattr(self, "feature_names_in_", None)
             names = None if names is None else [str(f) for f in names]
-            self.tree_ = LatentTree(
-                choice.fit.tree.edges, len(moments.n_states), feature_names=names
-            )
+            edges = choice.fit.tree.edges
+            self.tree_ = LatentTree(edges, len(moments.n_states), feature_names=names)
         else:
             self.tree_ = self._resolve_tree(moments, structure)
         if self.tree_.hidden_nodes:
             self._check_rows_for_states(moments, k)
-        parameters = moments.for_parameters()
-        starts = None
-        grown = k > _moment_states(moments.n_states)
-        reuse = choice is not None and choice.fit is not None and self._resumable_fits
-        if reuse and (grown or choice.members):
-            # beyond the k' the moments identify, EM from the selection's fits; within,
-            # the moment starts on every row (the tensor start beside the estimator's
-            # own ends higher on identifiable truths: see _second_start)
-            starts = choice.members or [choice.fit]
-            if any(f.tree.edges != self.tree_.edges for f in starts):
-                starts = None
         if starts is not None:
             # EM on every row from the selection's fits (on most of the same rows)
             refit = self._refit_iterations(moments, choice)

@@ -1,0 +1,168 @@
+"""Time to a result of the automatic fit, with its held-out score, before and after.
+
+Rows (each a default fit with ``n_hidden_states="auto"`` unless said otherwise):
+
+* ``digits``: the README demo's fit, ``SpectralLatentTree(n_hidden_states="auto",
+  random_state=0)`` on scikit-learn's digits cut into three grey levels (1,257 training
+  rows x 64 columns), scored on the demo's 30% test rows; beside it the GMM BIC grid a
+  user would run instead (``GaussianMixture``, 1-10 components, full covariances, on
+  the same rows as numbers);
+* ``debd-<set>``: the density benchmark's sets (train split, scored on test);
+* ``truth-k3``: an 8-leaf ground truth with k = 3 hidden states and 4 categories
+  (20,000 rows): the chosen k' (the truth is 3) and the gap to the true model's
+  test log-likelihood.
+
+Usage::
+
+    python benchmarks/bench_speed.py --label after [--rows digits debd-nltcs ...]
+    python benchmarks/bench_speed.py --report
+
+Each run stores ``results/bench_speed_parts/<label>-<row>.json``; ``--report`` writes
+``results/bench_speed.md`` with every label side by side. To measure an earlier version
+run the script with ``PYTHONPATH`` pointing at a checkout of it and another ``--label``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, machine, markdown_table, save  # noqa: E402
+
+PARTS = RESULTS / "bench_speed_parts"
+ROWS = ("digits", "gmm-digits", "truth-k3") + tuple(
+    f"debd-{s}" for s in ("nltcs", "plants", "baudio", "jester", "bnetflix")
+)
+
+
+def _digits():
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    X = np.digitize(digits.data, [1, 9])
+    return train_test_split(X, test_size=0.3, stratify=digits.target, random_state=0)
+
+
+def _fit(est, X_train, X_test):
+    warned = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        est.fit(X_train)
+        seconds = time.perf_counter() - t0
+        warned = sorted({type(w.message).__name__ for w in caught})
+    return {
+        "seconds": seconds,
+        "test": float(est.score(X_test)),
+        "k": int(getattr(est, "n_hidden_states_", 0)),
+        "structure": str(getattr(est, "structure_", "")),
+        "n_members": int(getattr(est, "n_members_", 1)),
+        "n_iter": int(getattr(est, "n_iter_", 0)),
+        "warnings": warned,
+    }
+
+
+def run_row(row):
+    from ltm_sklearn import SpectralLatentTree
+
+    if row == "digits":
+        X_train, X_test = _digits()
+        return _fit(SpectralLatentTree(n_hidden_states="auto", random_state=0), X_train, X_test)
+    if row == "gmm-digits":
+        from sklearn.mixture import GaussianMixture
+
+        X_train, X_test = (X.astype(float) for X in _digits())
+        t0 = time.perf_counter()
+        fits = [
+            GaussianMixture(c, covariance_type="full", reg_covar=1e-3, random_state=0).fit(X_train)
+            for c in range(1, 11)
+        ]
+        best = min(fits, key=lambda g: g.bic(X_train))
+        # a density of the grey levels as numbers: not comparable in nats with the
+        # discrete models; only its time is reported
+        return {"seconds": time.perf_counter() - t0, "k": int(best.n_components), "test": None}
+    if row == "truth-k3":
+        from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
+
+        model = LatentTreeModel.random(balanced_binary_tree(8), 3, 4, random_state=0)
+        X, X_test = model.sample(20_000, random_state=0), model.sample(5_000, random_state=1)
+        out = _fit(SpectralLatentTree(n_hidden_states="auto", random_state=0), X, X_test)
+        out["truth"] = float(model.log_likelihood(X_test).mean())
+        return out
+    if row.startswith("debd-"):
+        from ltm_sklearn.datasets import load_debd
+
+        train, _, test = load_debd(row[5:])
+        return _fit(SpectralLatentTree(n_hidden_states="auto", random_state=0), train, test)
+    raise ValueError(f"unknown row {row!r}; one of {ROWS}")
+
+
+def report():
+    parts = {}
+    for path in sorted(PARTS.glob("*.json")):
+        label, row = path.stem.split("-", 1)
+        parts[(label, row)] = json.loads(path.read_text())
+    labels = sorted({label for label, _ in parts}, key=lambda s: (s != "before", s))
+    header = ["row"]
+    for label in labels:
+        header += [f"{label}: fit s", f"{label}: test nats/row", f"{label}: k', structure, members"]
+    rows = []
+    for row in ROWS:
+        if not any((label, row) in parts for label in labels):
+            continue
+        line = [row]
+        for label in labels:
+            p = parts.get((label, row))
+            if p is None:
+                line += ["not run", "", ""]
+                continue
+            test = "" if p.get("test") is None else f"{p['test']:.3f}"
+            if "truth" in p:
+                test += f" (truth {p['truth']:.3f})"
+            what = f"{p['k']}, {p.get('structure', '')}, {p.get('n_members', '')}"
+            if p.get("warnings"):
+                what += f"; warns {', '.join(p['warnings'])}"
+            line += [f"{p['seconds']:.1f}", test, what]
+        rows.append(line)
+    text = "\n".join(
+        [
+            "# Time to a result of the automatic fit",
+            "",
+            f"Machine: {machine()}. One fit per cell, run one at a time on an idle machine "
+            "(labels: `before` is the code before the selection engine, `after` the current "
+            "code). `gmm-digits` is the GaussianMixture BIC grid (1-10 components) on the "
+            "same digits rows, for time only (a density of the levels as numbers is not "
+            "comparable in nats).",
+            "",
+            markdown_table(header, rows),
+        ]
+    )
+    save("bench_speed", text)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--label", default="after")
+    parser.add_argument("--rows", nargs="*", default=["digits", "gmm-digits", "truth-k3"])
+    parser.add_argument("--report", action="store_true")
+    args = parser.parse_args()
+    if args.report:
+        report()
+        return
+    PARTS.mkdir(parents=True, exist_ok=True)
+    for row in args.rows:
+        out = run_row(row)
+        (PARTS / f"{args.label}-{row}.json").write_text(json.dumps(out, indent=1))
+        print(args.label, row, out, flush=True)
+
+
+if __name__ == "__main__":
+    main()
