@@ -136,6 +136,27 @@ def _split(alpha, keys):
     return float(alpha), dict.fromkeys(keys, float(alpha))
 
 
+def _by_shape(tables):
+    """The tables of a dict grouped by shape: ``[(keys, stacked array), ...]``, so that
+    an operation on every table is one NumPy call per shape (a tree has a few shapes
+    and up to hundreds of tables)."""
+    groups = {}
+    for u, t in tables.items():
+        groups.setdefault(np.shape(t), []).append(u)
+    return [(keys, np.stack([tables[u] for u in keys])) for keys in groups.values()]
+
+
+def _unstack(groups, out):
+    """The dict of tables of :func:`_by_shape`'s ``groups`` with stacked values ``out``."""
+    return {u: t for (keys, _), o in zip(groups, out) for u, t in zip(keys, o)}
+
+
+def _normalise_rows(c):
+    """Rows of ``c`` (the last axis) divided by their sums; a row of zeros uniform."""
+    s = c.sum(axis=-1, keepdims=True)
+    return np.where(s > 0, c / np.where(s > 0, s, 1.0), 1.0 / c.shape[-1])
+
+
 def m_step(root_counts, edge_counts, alpha=0.0):
     """MAP tables from expected counts: add the pseudo-count ``alpha`` (a symmetric
     Dirichlet(``alpha + 1``) prior on every row) and renormalise.
@@ -147,12 +168,12 @@ def m_step(root_counts, edge_counts, alpha=0.0):
     root_alpha, alphas = _split(alpha, edge_counts)
     root = root_counts + root_alpha
     root = root / root.sum() if root.sum() > 0 else np.full(root.shape, 1.0 / root.size)
-    cpts = {}
-    for u, c in edge_counts.items():
-        c = c + alphas[u]
-        s = c.sum(axis=1, keepdims=True)
-        cpts[u] = np.where(s > 0, c / np.where(s > 0, s, 1.0), 1.0 / c.shape[1])
-    return root, cpts
+    groups = _by_shape(edge_counts)
+    out = [
+        _normalise_rows(counts + np.array([alphas[u] for u in keys])[:, None, None])
+        for keys, counts in groups
+    ]
+    return root, _unstack(groups, out)
 
 
 def log_prior(root_marginal, cpts, alpha):
@@ -160,11 +181,11 @@ def log_prior(root_marginal, cpts, alpha):
     constant) of the Dirichlet prior that :func:`m_step` maximises against (``alpha`` a
     float or a pair as in :func:`m_step`)."""
     root_alpha, alphas = _split(alpha, cpts)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         total = root_alpha * np.log(root_marginal).sum() if root_alpha else 0.0
-        for u, c in cpts.items():
-            if alphas[u]:
-                total += alphas[u] * np.log(c).sum()
+        for keys, tables in _by_shape({u: c for u, c in cpts.items() if alphas[u]}):
+            weight = np.array([alphas[u] for u in keys])
+            total += float(weight @ np.log(tables).sum(axis=(1, 2)))
     return float(total)
 
 
@@ -183,6 +204,16 @@ def _relax(p, q, step):
     lr = lp + step * (np.log(np.maximum(q, 1e-300)) - lp)
     r = np.exp(lr - lr.max(axis=-1, keepdims=True))
     return r / r.sum(axis=-1, keepdims=True)
+
+
+def _relax_tables(cpts, updates, step):
+    """:func:`_relax` of every table of ``cpts`` through ``updates`` (dicts by node), one
+    call per shape."""
+    if step == 1.0:
+        return updates
+    groups = _by_shape(cpts)
+    out = [_relax(p, np.stack([updates[u] for u in keys]), step) for keys, p in groups]
+    return _unstack(groups, out)
 
 
 class EarlyStopping:
@@ -336,7 +367,7 @@ def fit_em(
     accepted, stopped = 0, False
     while n_iter < max_iter:
         cand_root = _relax(root_marginal, update[0], step)
-        cand = {u: _relax(cpts[u], update[1][u], step) for u in cpts}
+        cand = _relax_tables(cpts, update[1], step)
         value, cand_update = e_step(cand_root, cand)
         n_iter += 1
         if value >= objective or step == 1.0:  # a plain EM step never lowers it

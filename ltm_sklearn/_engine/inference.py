@@ -3,7 +3,7 @@
 One upward pass (papers/003 eq. (9): ``m_u(x_parent) = sum_x P(x | x_parent) beta_u(x)``)
 and one downward pass serve exact scoring, EM's expected counts and hidden posteriors for
 every estimator. Messages are held feature-major, ``(n_states, n_rows)``, and the rows are
-processed in blocks sized to the cache (blocks run in parallel threads with ``n_jobs``).
+processed in blocks sized to the cache, in parallel threads (:func:`~.threads.block_threads`).
 Every internal node's product of messages is rescaled to unit column sums and the log of
 the factor accumulated, so trees with hundreds of leaves do not underflow.
 
@@ -30,9 +30,9 @@ category never seen in training (code ``-2``) sends the constant ``unseen_proba`
 from __future__ import annotations
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed
 
-from .threads import single_threaded_blas
+from .threads import block_threads, single_threaded_blas
 
 MISSING = -1
 UNSEEN = -2
@@ -188,7 +188,7 @@ def _block_rows(tree_states):
 def _rows(n, n_jobs, block_rows=BLOCK_ROWS):
     n_blocks = max(1, -(-n // block_rows))
     bounds = np.linspace(0, n, n_blocks + 1).astype(int)
-    return [slice(bounds[i], bounds[i + 1]) for i in range(n_blocks)], effective_n_jobs(n_jobs)
+    return [slice(bounds[i], bounds[i + 1]) for i in range(n_blocks)], block_threads(n_jobs)
 
 
 def _max_states(cpts, root_marginal):

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache, wraps
 
+from joblib import cpu_count, effective_n_jobs
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["single_threaded_blas", "single_threaded"]
+__all__ = ["single_threaded_blas", "single_threaded", "block_threads"]
+
+
+def block_threads(n_jobs):
+    """Threads over the row blocks of the message passes.
+
+    ``n_jobs=None`` uses the cores the process may use, as scikit-learn's ``KMeans``
+    and histogram gradient boosting use their OpenMP threads by default: at most
+    ``OMP_NUM_THREADS`` when it is set (joblib sets it in the workers of an outer
+    ``n_jobs``, such as ``GridSearchCV(n_jobs=...)``, so nested fits do not
+    oversubscribe the cores). An integer is joblib's ``n_jobs`` (``-1``: every core).
+    The blocks are the same whatever the number of threads, and their sums are taken in
+    the same order, so the result does not depend on it."""
+    if n_jobs is not None:
+        return effective_n_jobs(n_jobs)
+    n = cpu_count()
+    limit = os.environ.get("OMP_NUM_THREADS", "")
+    if limit.strip().isdigit() and int(limit) > 0:
+        n = min(n, int(limit))
+    return max(1, n)
 
 
 @lru_cache(maxsize=1)

@@ -51,9 +51,11 @@ class LatentTreeEM(BaseLatentTree):
     tol : float, default=1e-4
         Stop when an iteration improves the objective by less than ``tol`` nats per row.
     n_jobs : int, default=None
-        Row chunks counted in parallel threads when estimating moments; the two starts of
-        the minimum-evolution search (``structure="me"``, a candidate of ``"auto"``) in
-        parallel processes.
+        Threads over the blocks of rows of EM and scoring (``None``: the cores the
+        process may use, at most ``OMP_NUM_THREADS``, as scikit-learn's ``KMeans`` uses
+        its threads; the result does not depend on it); row chunks counted in parallel
+        threads when estimating moments; the two starts of the minimum-evolution search
+        (``structure="me"``, a candidate of ``"auto"``) in parallel processes.
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
         1 prints one line per restart (and the structure choice), 2 one line per iteration.

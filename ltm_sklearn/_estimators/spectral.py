@@ -108,9 +108,11 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         EM stops when an iteration improves the training objective by less than ``tol``
         nats per row.
     n_jobs : int, default=None
-        Row chunks counted in parallel threads when estimating moments; the two starts of
-        the minimum-evolution search (``structure="me"``, a candidate of ``"auto"``) in
-        parallel processes.
+        Threads over the blocks of rows of EM and scoring (``None``: the cores the
+        process may use, at most ``OMP_NUM_THREADS``, as scikit-learn's ``KMeans`` uses
+        its threads; the result does not depend on it); row chunks counted in parallel
+        threads when estimating moments; the two starts of the minimum-evolution search
+        (``structure="me"``, a candidate of ``"auto"``) in parallel processes.
     random_state : int, RandomState instance or None, default=None
         Seeds the tensor power method's starts, random starts and the perturbation of
         copied hidden states; an integer also seeds the held-out split of the ``"auto"``
