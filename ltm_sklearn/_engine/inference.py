@@ -39,6 +39,11 @@ UNSEEN = -2
 
 #: rows per block of the message passes
 BLOCK_ROWS = 16384
+#: entries (rows x categories, summed over the columns) up to which an evidence keeps
+#: its blocks, and their indicator matrices, from one pass to the next (EM passes over
+#: the same rows hundreds of times; rebuilding the indicators took a third of an E-step
+#: at k' = 4 on 8,258 rows x 69 binary columns)
+_KEEP_BLOCKS = 1 << 25
 #: rescale running products of sibling messages after this many factors
 _RESCALE_EVERY = 8
 #: the smallest normal number of each precision (a floor for divisors)
@@ -81,13 +86,23 @@ class CodeEvidence:
             _index = _index.astype(np.intp)
         self.index = _index
         self._onehots = {}  # (node, dtype) -> indicator, kept for the life of a block
+        # blocks kept from pass to pass when their indicators are small enough
+        keep = self.n_rows * int(np.sum(self.n_states + 2)) <= _KEEP_BLOCKS
+        self._blocks = {} if keep else None
 
     @property
     def n_rows(self):
         return self.index.shape[1]
 
     def block(self, rows):
-        return CodeEvidence(None, self.n_states, self.unseen, _index=self.index[:, rows])
+        key = (rows.start, rows.stop) if isinstance(rows, slice) else None
+        if self._blocks is None or key is None or rows.step not in (None, 1):
+            return CodeEvidence(None, self.n_states, self.unseen, _index=self.index[:, rows])
+        if key not in self._blocks:
+            self._blocks[key] = CodeEvidence(
+                None, self.n_states, self.unseen, _index=self.index[:, rows]
+            )
+        return self._blocks[key]
 
     def _augment(self, u, table):
         """``[table | row sums | unseen_proba * row sums]``."""
