@@ -12,6 +12,17 @@ Rows (each a default fit with ``n_hidden_states="auto"`` unless said otherwise):
   (20,000 rows): the chosen k' (the truth is 3) and the gap to the true model's
   test log-likelihood.
 
+Rows set against what a user runs instead (``--vs``), each on one 70/30 split:
+
+* ``spectral-1e5``: ``SpectralLatentTree(2, tree=...)`` on 100,000 rows of a 16-leaf
+  ground truth (k = 2, 4 categories) against the raw spectral fit (papers/003's
+  observable representation alone), with the gap to the truth's test log-likelihood;
+* ``gauss-<table>``: ``GaussianLatentTree()`` on a numeric table (standardised columns)
+  against the ``GaussianMixture`` BIC grid (1-5 components, full covariances);
+* ``clf-<table>``: ``LatentTreeClassifier(n_hidden_states="auto")`` on a bundled
+  categorical table against ``CategoricalNB`` and a one-hot ``LogisticRegression``
+  (test log-loss).
+
 Usage::
 
     python benchmarks/bench_speed.py --label after [--rows digits debd-nltcs ...]
@@ -39,6 +50,13 @@ from _common import RESULTS, machine, markdown_table, save  # noqa: E402
 PARTS = RESULTS / "bench_speed_parts"
 ROWS = ("digits", "gmm-digits", "truth-k3") + tuple(
     f"debd-{s}" for s in ("nltcs", "plants", "baudio", "jester", "bnetflix")
+)
+NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
+CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
+VS_ROWS = (
+    ("spectral-1e5",)
+    + tuple(f"gauss-{t}" for t in NUMERIC)
+    + tuple(f"clf-{t}" for t in CATEGORICAL)
 )
 
 
@@ -68,6 +86,89 @@ def _fit(est, X_train, X_test):
         "n_iter": int(getattr(est, "n_iter_", 0)),
         "warnings": warned,
     }
+
+
+def _timed(fit, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        out = fit(*args)
+        return out, time.perf_counter() - t0
+
+
+def run_vs(row):
+    """``{"ours": {...}, <baseline>: {...}}``, each with ``seconds`` and ``test``."""
+    from sklearn.model_selection import train_test_split
+
+    if row == "spectral-1e5":
+        from _common import raw_spectral_fit
+
+        from ltm_sklearn import SpectralLatentTree
+        from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
+
+        tree = balanced_binary_tree(16)
+        model = LatentTreeModel.random(tree, 2, 4, random_state=0)
+        X, X_test = model.sample(100_000, random_state=100), model.sample(5_000, random_state=1)
+        truth = float(model.log_likelihood(X_test).mean())
+        est, ours = _timed(SpectralLatentTree(2, tree=tree, random_state=0).fit, X)
+        (_, raw_s, score), _ = _timed(raw_spectral_fit, X, 2, tree)
+        sign, logabs = score(X_test)
+        raw_ll = np.where(sign > 0, logabs, np.log(1e-300))
+        return {
+            "ours": {"seconds": ours, "test": truth - float(est.score(X_test))},
+            "raw spectral fit": {"seconds": raw_s, "test": truth - float(raw_ll.mean())},
+            "what": "gap to the truth (nats/row)",
+        }
+    if row.startswith("gauss-"):
+        from bench_continuous import load, standardise
+        from sklearn.mixture import GaussianMixture
+
+        from ltm_sklearn import GaussianLatentTree
+
+        X, y = load(row[6:])
+        tr, te = train_test_split(np.arange(len(y)), test_size=0.3, stratify=y, random_state=0)
+        A, B = standardise(X.iloc[tr].reset_index(drop=True), X.iloc[te].reset_index(drop=True))
+        A, B = A.to_numpy(float), B.to_numpy(float)
+        est, ours = _timed(GaussianLatentTree(random_state=0).fit, A)
+
+        def grid(A):
+            fits = [GaussianMixture(c, reg_covar=1e-4, random_state=0).fit(A) for c in range(1, 6)]
+            return min(fits, key=lambda g: g.bic(A))
+
+        gmm, gmm_s = _timed(grid, A)
+        return {
+            "ours": {"seconds": ours, "test": float(est.score(B))},
+            "GaussianMixture BIC grid": {"seconds": gmm_s, "test": float(gmm.score(B))},
+            "what": "test log-likelihood (nats/row)",
+        }
+    if row.startswith("clf-"):
+        from bench_real import categorical_nb, load
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.metrics import log_loss
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import OneHotEncoder
+
+        from ltm_sklearn import LatentTreeClassifier
+        from ltm_sklearn._engine.moments import CategoricalEncoder
+
+        X, y = load(row[4:])
+        tr, te = train_test_split(np.arange(len(y)), test_size=0.3, stratify=y, random_state=0)
+        categories = CategoricalEncoder().fit(X).categories_
+        models = {
+            "ours": LatentTreeClassifier(n_hidden_states="auto", random_state=0),
+            "CategoricalNB": categorical_nb(categories),
+            "LogisticRegression (one-hot)": make_pipeline(
+                OneHotEncoder(handle_unknown="ignore"), LogisticRegression(max_iter=1000)
+            ),
+        }
+        out = {"what": "test log-loss"}
+        for name, model in models.items():
+            _, seconds = _timed(model.fit, X.iloc[tr].astype(str), y[tr])
+            proba = model.predict_proba(X.iloc[te].astype(str))
+            loss = log_loss(y[te], proba, labels=list(model.classes_))
+            out[name] = {"seconds": seconds, "test": float(loss)}
+        return out
+    raise ValueError(f"unknown row {row!r}; one of {VS_ROWS}")
 
 
 def run_row(row):
@@ -108,6 +209,8 @@ def run_row(row):
 def report():
     parts = {}
     for path in sorted(PARTS.glob("*.json")):
+        if path.stem.startswith("vs-"):
+            continue
         label, row = path.stem.split("-", 1)
         parts[(label, row)] = json.loads(path.read_text())
     labels = sorted({label for label, _ in parts}, key=lambda s: (s != "before", s))
@@ -145,6 +248,42 @@ def report():
             markdown_table(header, rows),
         ]
     )
+    vs = []
+    for row in VS_ROWS:
+        path = PARTS / f"vs-{row}.json"
+        if not path.exists():
+            continue
+        p = json.loads(path.read_text())
+        for name, r in p.items():
+            if name in ("ours", "what"):
+                continue
+            ours = p["ours"]
+            vs.append(
+                [
+                    row,
+                    p["what"],
+                    f"{ours['seconds']:.2f}",
+                    f"{ours['test']:.4f}",
+                    name,
+                    f"{r['seconds']:.2f}",
+                    f"{r['test']:.4f}",
+                    f"{ours['seconds'] / max(r['seconds'], 1e-9):.1f}x",
+                ]
+            )
+    if vs:
+        text += "\n\n" + "\n".join(
+            [
+                "## Against what a user runs instead",
+                "",
+                "The current code, one 70/30 split per row (`--vs`); 'ratio' is our fit time "
+                "over the baseline's.",
+                "",
+                markdown_table(
+                    ["row", "score", "ours s", "ours", "baseline", "its s", "its score", "ratio"],
+                    vs,
+                ),
+            ]
+        )
     save("bench_speed", text)
 
 
@@ -153,11 +292,18 @@ def main():
     parser.add_argument("--label", default="after")
     parser.add_argument("--rows", nargs="*", default=["digits", "gmm-digits", "truth-k3"])
     parser.add_argument("--report", action="store_true")
+    parser.add_argument("--vs", nargs="*", help=f"rows against baselines, of {VS_ROWS}")
     args = parser.parse_args()
     if args.report:
         report()
         return
     PARTS.mkdir(parents=True, exist_ok=True)
+    if args.vs is not None:
+        for row in args.vs or VS_ROWS:
+            out = run_vs(row)
+            (PARTS / f"vs-{row}.json").write_text(json.dumps(out, indent=1))
+            print(row, out, flush=True)
+        return
     for row in args.rows:
         out = run_row(row)
         (PARTS / f"{args.label}-{row}.json").write_text(json.dumps(out, indent=1))

@@ -326,3 +326,62 @@ def test_passes_run_with_one_blas_thread():
         inside = blas_threads()
     assert inside and all(n == 1 for n in inside)
     assert blas_threads() == before  # restored on exit
+
+
+def test_table_updates_by_shape_match_the_tables_one_by_one():
+    from ltm_sklearn._algorithms.em import _relax, _relax_tables
+
+    rng = np.random.default_rng(0)
+    # tables of three shapes, with a row of zero counts and a per-node pseudo-count
+    counts = {u: rng.random(shape) * 10 for u, shape in zip(range(1, 7), [(3, 3), (3, 2)] * 3)}
+    counts[7] = rng.random((2, 5))
+    counts[3][1] = 0.0
+    alphas = {u: 0.1 * u for u in counts}
+    root, cpts = m_step(np.ones(3), counts, alpha=(0.5, alphas))
+    for u, c in counts.items():
+        s = (c + alphas[u]).sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(cpts[u], (c + alphas[u]) / s)
+    assert sorted(cpts) == sorted(counts)
+    expected = sum(alphas[u] * np.log(c).sum() for u, c in cpts.items())
+    assert log_prior(root, cpts, (0.0, alphas)) == pytest.approx(expected)
+    other = m_step(np.ones(3), {u: c + 1 for u, c in counts.items()})[1]
+    relaxed = _relax_tables(cpts, other, 1.7)
+    for u in cpts:
+        np.testing.assert_allclose(relaxed[u], _relax(cpts[u], other[u], 1.7))
+    assert _relax_tables(cpts, other, 1.0) is other
+
+
+def test_code_evidence_keeps_small_blocks_between_passes(monkeypatch):
+    import ltm_sklearn._engine.inference as inference
+
+    # 6 hidden states, 3 categories: leaf messages are products with indicator matrices
+    model = LatentTreeModel.random(balanced_binary_tree(8), 6, 3, random_state=0)
+    X = model.sample(3000, random_state=0)
+    codes, w = X.T.astype(np.int64), np.ones(len(X))
+    n_states = model.n_states[:8]
+    kept = CodeEvidence(codes, n_states)
+    first = expected_counts(model.tree, model.root_marginal, model.cpts, kept, w)
+    again = expected_counts(model.tree, model.root_marginal, model.cpts, kept, w)
+    assert kept.block(slice(0, 3000)) is kept.block(slice(0, 3000))
+    assert kept.block(slice(0, 3000))._onehots  # built by the first pass, read by the second
+    monkeypatch.setattr(inference, "_KEEP_BLOCKS", 10)  # too large to keep
+    fresh = CodeEvidence(codes, n_states)
+    assert fresh._blocks is None
+    assert fresh.block(slice(0, 3000)) is not fresh.block(slice(0, 3000))
+    other = expected_counts(model.tree, model.root_marginal, model.cpts, fresh, w)
+    for b in (again, other):  # the same numbers, kept or rebuilt
+        np.testing.assert_array_equal(first[0], b[0])
+        for u in first[2]:
+            np.testing.assert_array_equal(first[2][u], b[2][u])
+
+
+def test_block_threads_default_to_the_cores_within_omp_num_threads(monkeypatch):
+    from joblib import cpu_count
+
+    from ltm_sklearn._engine.threads import block_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert block_threads(None) == cpu_count()
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert block_threads(None) == 1
+    assert block_threads(2) == 2
