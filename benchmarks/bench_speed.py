@@ -233,6 +233,8 @@ def report():
             what = f"{p['k']}, {p.get('structure', '')}, {p.get('n_members', '')}"
             if p.get("warnings"):
                 what += f"; warns {', '.join(p['warnings'])}"
+            if p.get("source"):
+                what += f"; from {p['source']}"
             line += [f"{p['seconds']:.1f}", test, what]
         rows.append(line)
     text = "\n".join(
@@ -240,8 +242,11 @@ def report():
             "# Time to a result of the automatic fit",
             "",
             f"Machine: {machine()}. One fit per cell, run one at a time on an idle machine "
-            "(labels: `before` is the code before the selection engine, `after` the current "
-            "code). `gmm-digits` is the GaussianMixture BIC grid (1-10 components) on the "
+            "(labels: `before` is the code before the selection engine, commit a76d29f, "
+            "whose E-step ran on one core; `after` the current code, whose E-step runs "
+            "on both by default). The `before` cells of plants, baudio, jester and "
+            "bnetflix are that code's `bench_debd.md` run (noted in the cell). "
+            "`gmm-digits` is the GaussianMixture BIC grid (1-10 components) on the "
             "same digits rows, for time only (a density of the levels as numbers is not "
             "comparable in nats).",
             "",

@@ -527,7 +527,13 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
 
         def level(k):
             alive, previous = ladder["alive"], ladder["previous"]
-            cost = 6.0 * cap * n_train * k * k * 2 * n_cols * len(alive)
+            # a tree without hidden nodes is carried without a fit
+            fitted = [
+                n
+                for n in alive
+                if (n, previous) not in fits or fits[(n, previous)].tree.hidden_nodes
+            ]
+            cost = 6.0 * cap * n_train * k * k * 2 * n_cols * len(fitted)
             if previous is not None and auto_k and ladder["spent"] + cost > _AUTO_OPERATIONS:
                 if self.verbose:
                     print(f"k'={k}: not tried (the selection's budget of operations)")
@@ -638,21 +644,42 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             }
             if latent:
                 top = best_key(latent, order)
+        # the finalists - the best fit and the best at another k' - run on to their
+        # held-out stopping rule (the races' last rung at full effort) and the better
+        # wins: compared after the races' 50 iterations, a larger k' grown from a smaller
+        # one can trail it and pass it once both run on
+        finalists = [top]
+        if auto_k and fits[top].tree.hidden_nodes:
+            others = {
+                key: s
+                for key, s in scores.items()
+                if key[1] != top[1] and fits[key].tree.hidden_nodes
+            }
+            if others:
+                finalists.append(best_key(others, order))
+        for key in finalists:
+            fit = fits[key]
+            if fit.converged or fit.n_iter >= self.max_iter:
+                continue
+            self.n_hidden_states_ = key[1]
+            more = self._polish(
+                fit.tree, train, fit.root_marginal, fit.cpts, fit.extras, rng,
+                self.max_iter - fit.n_iter,
+                early_stopping=self._early_stopping(fit.tree, moments, held, unseen),
+            )  # fmt: skip
+            more.n_iter += fit.n_iter
+            fits[key] = more
+            lls[key] = self._held_out_log_likelihood(more, moments, held.rows, unseen)
+            if self.verbose:
+                print(
+                    f"k'={key[1]}, {key[0]}: held-out {scores[key]:.4f} after the race, "
+                    f"{held.mean(lls[key]):.4f} after {more.n_iter} EM iterations"
+                )
+            scores[key] = held.mean(lls[key])
+        top = best_key({key: scores[key] for key in finalists}, order)
         name_best, k_best = top
         self.n_hidden_states_ = k_best
-        # the winner of the races runs on, to its held-out stopping rule
         winner = fits[top]
-        if not winner.converged and winner.n_iter < self.max_iter:
-            more = self._polish(
-                winner.tree, train, winner.root_marginal, winner.cpts, winner.extras, rng,
-                self.max_iter - winner.n_iter,
-                early_stopping=self._early_stopping(winner.tree, moments, held, unseen),
-            )  # fmt: skip
-            more.n_iter += winner.n_iter
-            winner = more
-            if self.verbose:
-                ll = self._held_out_log_likelihood(winner, moments, held.rows, unseen)
-                print(f"the chosen fit after {winner.n_iter} EM iterations: {held.mean(ll):.4f}")
         choice = ModelChoice(k_best, name_best, winner, float(train.sample_weight.sum()))
         choice.structure_scores = {n: s for (n, k), s in scores.items() if k == k_best}
         if auto_k:
