@@ -493,17 +493,19 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         6, ...`` (:data:`AUTO_HIDDEN_STATES`, :func:`~.selection.grow`): from ``k' = 8``
         on, each ``k'`` fits the ``_AUTO_KEEP`` latent structures that scored best at the
         previous one (and any other that gained more than their leader), starting EM
-        from that
-        fit with every hidden state copied (:func:`~ltm_sklearn.tensor.expand_states`)
-        when the tree is the same; the growth stops after ``PATIENCE`` values of ``k'``
-        in a row that do not improve the best score, or before a level would pass the
-        budget ``_AUTO_OPERATIONS``.
+        from that fit with every hidden state copied
+        (:func:`~ltm_sklearn.tensor.expand_states`) when the tree is the same; the growth
+        stops after ``PATIENCE`` values of ``k'`` in a row that do not improve the best
+        score, or before a level would pass the budget ``_AUTO_OPERATIONS``.
 
         The best score wins; when it is a tree without hidden nodes (Chow-Liu), a latent
         structure within one standard error of it (paired over the held-out rows) wins
         instead, so the latent tree is kept where the data do not tell it from a Chow-Liu
         tree. Differences within ``TIE_TOL`` are ties, broken toward fewer hidden states
         and then the order of :data:`AUTO_CANDIDATES` (:func:`~.selection.best_key`).
+        With ``n_hidden_states="auto"`` the best fit and the best fit at another ``k'``
+        then run on to the held-out stopping rule (at most ``max_iter`` iterations) and
+        the better of the two is chosen.
         """
         names = self._candidate_structures()
         auto_k = isinstance(self.n_hidden_states, str)
