@@ -95,14 +95,11 @@ class CodeEvidence:
         return self.index.shape[1]
 
     def block(self, rows):
-        key = (rows.start, rows.stop) if isinstance(rows, slice) else None
-        if self._blocks is None or key is None or rows.step not in (None, 1):
-            return CodeEvidence(None, self.n_states, self.unseen, _index=self.index[:, rows])
-        if key not in self._blocks:
-            self._blocks[key] = CodeEvidence(
-                None, self.n_states, self.unseen, _index=self.index[:, rows]
-            )
-        return self._blocks[key]
+        key = (rows.start, rows.stop, rows.step) if isinstance(rows, slice) else None
+        kept = {} if self._blocks is None or key is None else self._blocks
+        if key not in kept:
+            kept[key] = CodeEvidence(None, self.n_states, self.unseen, _index=self.index[:, rows])
+        return kept[key]
 
     def _augment(self, u, table):
         """``[table | row sums | unseen_proba * row sums]``."""

@@ -574,12 +574,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
                 elif fitted.converged:  # nothing more to gain on the training rows
                     return scores[(name, k)]
                 else:
-                    more = self._polish(
-                        tree, train, fitted.root_marginal, fitted.cpts, fitted.extras, rng,
-                        effort - fitted.n_iter, early_stopping=stopping,
-                    )  # fmt: skip
-                    more.n_iter += fitted.n_iter
-                    fitted = more
+                    fitted = self._resume(fitted, train, rng, effort - fitted.n_iter, stopping)
                 ll = self._held_out_log_likelihood(fitted, moments, held.rows, unseen)
                 fits[(name, k)], lls[(name, k)] = fitted, ll
                 scores[(name, k)] = held.mean(ll)
@@ -664,12 +659,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             if fit.converged or fit.n_iter >= self.max_iter:
                 continue
             self.n_hidden_states_ = key[1]
-            more = self._polish(
-                fit.tree, train, fit.root_marginal, fit.cpts, fit.extras, rng,
-                self.max_iter - fit.n_iter,
-                early_stopping=self._early_stopping(fit.tree, moments, held, unseen),
-            )  # fmt: skip
-            more.n_iter += fit.n_iter
+            stopping = self._early_stopping(fit.tree, moments, held, unseen)
+            more = self._resume(fit, train, rng, self.max_iter - fit.n_iter, stopping)
             fits[key] = more
             lls[key] = self._held_out_log_likelihood(more, moments, held.rows, unseen)
             if self.verbose:
@@ -818,14 +809,16 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             tried = {}  # kind -> (fit, held-out log-likelihoods of the average)
 
             def advance(kind, effort, last):
-                fit = tried[kind][0] if kind in tried else None
-                root, cpts, noise = start(kind) if fit is None else (fit.root_marginal, fit.cpts, 0)
                 stopping = self._early_stopping(tree, moments, held, unseen) if last else None
-                more = self._polish(
-                    tree, train_moments, root, cpts, {}, rng, effort - (fit.n_iter if fit else 0),
-                    noise=noise, early_stopping=stopping,
-                )  # fmt: skip
-                more.n_iter += fit.n_iter if fit else 0
+                if kind in tried:
+                    fit = tried[kind][0]
+                    more = self._resume(fit, train_moments, rng, effort - fit.n_iter, stopping)
+                else:
+                    root, cpts, noise = start(kind)
+                    more = self._polish(
+                        tree, train_moments, root, cpts, {}, rng, effort, noise=noise,
+                        early_stopping=stopping,
+                    )  # fmt: skip
                 ll = self._held_out_log_likelihood(
                     _average_fits([*fits, more]), moments, held.rows, unseen
                 )
@@ -989,15 +982,22 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             return min(self.max_iter, _REFIT_MAX_ITER)
         return self.max_iter
 
+    def _resume(self, fit, moments, rng, max_iter, early_stopping=None):
+        """EM from ``fit`` for at most ``max_iter`` more iterations on ``moments``; the
+        iterations of ``fit`` are counted in the result's ``n_iter``."""
+        more = self._polish(
+            fit.tree, moments, fit.root_marginal, fit.cpts, fit.extras, rng, max_iter,
+            early_stopping=early_stopping,
+        )  # fmt: skip
+        more.n_iter += fit.n_iter
+        return more
+
     def _refit(self, start, moments, rng, max_iter):
         """``start`` (a fit of the selection) polished by EM on ``moments``. It counts
         as converged when the refit stopped by the training tolerance or used the budget
         ``max_iter`` it was given below ``self.max_iter`` (the selection's own fits stop
         on their held-out rule or their ranking budget)."""
-        fitted = self._polish(
-            start.tree, moments, start.root_marginal, start.cpts, start.extras, rng, max_iter
-        )
-        fitted.n_iter += start.n_iter
+        fitted = self._resume(start, moments, rng, max_iter)
         fitted.converged = fitted.converged or max_iter < self.max_iter
         return fitted
 
