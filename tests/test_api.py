@@ -30,10 +30,13 @@ ESTIMATORS = [
     QuartetTreeLearner(random_state=0),
     LatentTreeEM(n_hidden_states=2, max_iter=20, random_state=0),
     KernelLatentTree(),
-    KernelLatentTree(hidden="gaussian", random_state=0),
-    KernelLatentTree(hidden="auto", random_state=0),
     GaussianLatentTree(random_state=0),
     LatentTreeClassifier(SpectralLatentTree(structure="chow_liu")),
+]
+# the kernel estimator's Gaussian and automatic forms (30 s of checks): the slow suite
+SLOW_ESTIMATORS = [
+    KernelLatentTree(hidden="gaussian", random_state=0),
+    KernelLatentTree(hidden="auto", random_state=0),
 ]
 # Expected failures, each with its reason (the goal is none).
 EXPECTED_FAILED = {
@@ -66,6 +69,12 @@ def test_sklearn_compatible(estimator, check):
         check(estimator)
 
 
+@pytest.mark.slow
+@parametrize_with_checks(SLOW_ESTIMATORS, expected_failed_checks=_expected_failed)
+def test_sklearn_compatible_kernel_forms(estimator, check):
+    test_sklearn_compatible(estimator, check)
+
+
 def two_class_data(n_per_class=3000, seed=0):
     tree = balanced_binary_tree(8)
     a = LatentTreeModel.random(tree, 2, 3, noise=0.6, random_state=seed)
@@ -75,6 +84,7 @@ def two_class_data(n_per_class=3000, seed=0):
     return X, y, tree, (a, b)
 
 
+@pytest.mark.slow
 def test_grid_search_picks_true_number_of_hidden_states():
     model = LatentTreeModel.random(balanced_binary_tree(8), 3, 4, random_state=0)
     X = model.sample(20_000, random_state=0)

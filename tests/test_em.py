@@ -363,7 +363,7 @@ def test_code_evidence_keeps_small_blocks_between_passes(monkeypatch):
     first = expected_counts(model.tree, model.root_marginal, model.cpts, kept, w)
     again = expected_counts(model.tree, model.root_marginal, model.cpts, kept, w)
     assert kept.block(slice(0, 3000)) is kept.block(slice(0, 3000))
-    assert kept.block(slice(0, 3000))._onehots  # built by the first pass, read by the second
+    assert kept.block(slice(0, 3000))._stacks  # built by the first pass, read by the second
     monkeypatch.setattr(inference, "_KEEP_BLOCKS", 10)  # too large to keep
     fresh = CodeEvidence(codes, n_states)
     assert fresh._blocks is None
@@ -373,6 +373,28 @@ def test_code_evidence_keeps_small_blocks_between_passes(monkeypatch):
         np.testing.assert_array_equal(first[0], b[0])
         for u in first[2]:
             np.testing.assert_array_equal(first[2][u], b[2][u])
+
+
+@pytest.mark.parametrize("k", [2, 6])
+def test_batched_leaf_messages_and_counts_equal_the_per_leaf_ones(k):
+    # leaves of 2, 3 and 20 categories: batched by shape, or gathered one by one (20)
+    rng = np.random.default_rng(0)
+    n_states = np.array([2, 3, 20, 3, 2, 20, 3, 2])
+    n = 500
+    codes = np.stack([rng.integers(0, c, n) for c in n_states])
+    codes[rng.random(codes.shape) < 0.1] = -1  # missing
+    codes[rng.random(codes.shape) < 0.05] = -2  # unseen
+    ev = CodeEvidence(codes, n_states, unseen_proba=np.full(8, 0.01))
+    cpts = {u: rng.dirichlet(np.ones(c), size=k) for u, c in enumerate(n_states)}
+    q = {u: rng.random((k, n)) for u in cpts}
+    msgs = ev.leaf_messages(list(cpts), cpts)
+    counts = ev.leaf_counts_of([(u, q[u]) for u in cpts], cpts, msgs)
+    assert ev._stacks  # some leaves were batched
+    for u in cpts:
+        np.testing.assert_allclose(msgs[u], ev.message(u, cpts[u]), rtol=1e-12)
+        np.testing.assert_allclose(
+            counts[u], ev.leaf_counts(u, q[u], cpts[u], msgs[u]), rtol=1e-12, atol=1e-12
+        )
 
 
 def test_block_threads_default_to_the_cores_within_omp_num_threads(monkeypatch):

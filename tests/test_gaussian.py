@@ -156,6 +156,7 @@ def test_em_continues_from_a_loose_fit():
     assert len(mixed.trees) == 2 and np.all(np.diff(trace) > -1e-9)
 
 
+@pytest.mark.slow
 def test_structure_recovered_at_large_n():
     truth = GaussianLatentTreeModel.random(random_binary_tree(16, random_state=1), random_state=0)
     X = truth.sample(20_000, random_state=1)
@@ -255,6 +256,7 @@ def test_fit_with_missing_entries_and_feature_names():
     assert est.tree_.to_newick().count("c") == 8
 
 
+@pytest.mark.slow
 def test_bad_input_gets_clear_errors_or_finite_fits():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 4))
@@ -290,6 +292,7 @@ def _skewed_rows(n, seed):
     return np.exp(0.5 * truth.sample(n, random_state=seed))
 
 
+@pytest.mark.slow
 def test_transform_kept_on_skewed_columns_and_normalised():
     X, test = _skewed_rows(4000, 0), _skewed_rows(4000, 0)[::-1]
     est = GaussianLatentTree(n_components=1, random_state=0).fit(X)
@@ -473,6 +476,7 @@ def test_em_with_multivariate_leaves_is_monotone_and_approaches_the_truth():
     assert np.all(np.diff(trace) > -1e-9)
 
 
+@pytest.mark.slow
 def test_auto_keeps_a_tree_for_a_tree_and_chooses_full_covariances_for_dense_ones():
     dense = _full_covariance_truth(d=5, n_components=2, seed=3)
     est = GaussianLatentTree(random_state=0).fit(dense.sample(5000, random_state=0))

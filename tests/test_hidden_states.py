@@ -68,6 +68,7 @@ def k3_truth():
     return model, model.sample(30000, random_state=10), model.sample(10000, random_state=100)
 
 
+@pytest.mark.slow
 def test_auto_hidden_states_equals_the_truth_and_grid_search_agrees(k3_truth):
     model, X, _ = k3_truth
     auto = SpectralLatentTree("auto", tree=model.tree, random_state=0).fit(X)
@@ -101,6 +102,7 @@ def test_auto_hidden_states_on_every_discrete_estimator():
         assert est.n_hidden_states_ == 2, Est.__name__
 
 
+@pytest.mark.slow
 def test_alpha_auto_chooses_the_prior_with_k_on_held_out_rows():
     # sparse data (12 categories, 400 rows): a stronger prior than the fixed 0.5 wins on
     # the held-out rows and on fresh rows from the truth
@@ -169,6 +171,7 @@ def test_n_jobs_never_changes_the_model():
     np.testing.assert_allclose(fits[0].score_samples(X), fits[1].score_samples(X), atol=1e-8)
 
 
+@pytest.mark.slow
 def test_classifier_auto_is_never_worse_than_k_equal_one_where_that_is_better():
     """Columns independent given the class: k' = 1 is the right model; the choice must
     not lose held-out log-loss to it."""
@@ -191,6 +194,7 @@ def test_classifier_auto_is_never_worse_than_k_equal_one_where_that_is_better():
     assert log_loss(auto) <= log_loss(one) + 0.005
 
 
+@pytest.mark.slow
 def test_classifier_auto_chooses_naive_bayes_or_a_latent_tree_by_cross_validated_log_loss():
     """Few rows, columns independent given the class: the independence candidate wins and
     the classifier is CategoricalNB (add-one smoothing) to rounding. Columns that depend

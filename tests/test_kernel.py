@@ -134,6 +134,7 @@ def test_kernel_metric_recovers_uncorrelated_tree_where_gaussian_fails():
     assert exact["gaussian"] == 0 and exact["nonparanormal"] == 0
 
 
+@pytest.mark.slow
 def test_defaults_recover_the_sign_flip_tree():
     """The default metric rank (n_hidden_states - 1 for centred operators) and the
     minimum-evolution search recover papers/002's 16-leaf tree at N = 2,000."""
@@ -145,6 +146,7 @@ def test_defaults_recover_the_sign_flip_tree():
     assert exact >= 4
 
 
+@pytest.mark.slow
 def test_estimator_structure_options():
     tree = balanced_binary_tree(8)
     X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=0)
@@ -226,6 +228,7 @@ def test_explicit_density_integrates_to_one_and_marginalises_nan_exactly():
     assert abs(est.score(S) - est.score(T)) < 0.1
 
 
+@pytest.mark.slow
 def test_raw_estimate_converges_to_the_smoothed_truth_and_the_model_to_the_truth():
     """The raw kernel estimate targets the truth convolved with the kernels (a KDE's
     limit, exact for Gaussian-mixture leaves); the explicit model, whose leaves are
@@ -247,6 +250,7 @@ def test_raw_estimate_converges_to_the_smoothed_truth_and_the_model_to_the_truth
     assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 0.04, gaps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [2, 3])
 def test_grid_search_picks_the_number_of_hidden_states(d):
     """papers/002 section 6 model selection: discrete hidden nodes with d states,
@@ -280,6 +284,7 @@ def test_classifier_close_to_bayes_and_above_gaussian_nb():
     assert acc > GaussianNB().fit(X, y).score(X_test, y_test) + 0.03
 
 
+@pytest.mark.slow
 def test_conditional_mean_matches_the_truth():
     # the explicit model's conditional means against the exact ones of the true density
     # (measured mean absolute difference 0.012, with 3 columns missing too)

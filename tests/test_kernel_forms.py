@@ -34,6 +34,7 @@ def leaf_truth():
     return GaussianLeafTreeModel.random(balanced_binary_tree(6), 2, random_state=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("truth", "form"), [("gaussian_truth", "gaussian"), ("leaf_truth", "discrete")]
 )
@@ -129,6 +130,7 @@ def test_auto_refuses_too_few_rows():
     assert np.isfinite(KernelLatentTree(hidden="gaussian", random_state=0).fit(X).score(X))
 
 
+@pytest.mark.slow
 def test_classifier_chooses_the_form_by_log_loss():
     tree = balanced_binary_tree(6)
     a = GaussianLatentTreeModel.random(tree, random_state=0)
@@ -166,7 +168,17 @@ def test_classifier_keeps_the_discrete_form_on_mixed_tables():
     assert all(est.hidden_ == "discrete" for est in clf.estimators_)
 
 
-@pytest.mark.parametrize("case", ["constant", "duplicated", "collinear", "huge", "all-NaN", "inf"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "constant",
+        "duplicated",
+        pytest.param("collinear", marks=pytest.mark.slow),
+        "huge",
+        "all-NaN",
+        "inf",
+    ],
+)
 def test_bad_columns_get_finite_fits_or_clear_errors(case):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 4))
@@ -204,6 +216,7 @@ def test_classifier_form_choice_refuses_too_few_rows():
         clf.fit(X, y)
 
 
+@pytest.mark.slow
 def test_grid_search_over_the_form(gaussian_truth):
     from sklearn.model_selection import GridSearchCV
 

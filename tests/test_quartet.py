@@ -197,6 +197,7 @@ def test_quartet_interchanges_return_to_the_truth_and_keep_it():
         assert robinson_foulds(refined(adj), truth) == 0
 
 
+@pytest.mark.slow
 def test_refined_quartet_trees_recover_balanced_and_random_trees():
     # 10,000 rows, 5 models each (bench_quartet): the quartet interchanges after the
     # insertions take balanced 16-leaf trees from 2/5 to 4/5 exact, the minimum-evolution

@@ -92,6 +92,7 @@ def test_draw_places_leaves_in_depth_first_order():
             assert below == list(np.arange(below[0], below[0] + len(below)))
 
 
+@pytest.mark.slow
 def test_deep_given_tree_fits_without_recursion():
     model = LatentTreeModel.random(hmm_chain(1000), 2, 2, random_state=0)
     X = model.sample(300, random_state=0)

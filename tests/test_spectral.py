@@ -103,6 +103,7 @@ def test_missing_values_in_training_data():
     assert abs(gap) < 0.02
 
 
+@pytest.mark.slow
 def test_200_leaf_chain_scores_without_underflow():
     model = LatentTreeModel.random(hmm_chain(200), 2, 4, random_state=0)
     est = SpectralLatentTree(2, tree=model.tree).fit(model.sample(20_000, random_state=0))

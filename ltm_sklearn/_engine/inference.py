@@ -86,6 +86,7 @@ class CodeEvidence:
             _index = _index.astype(np.intp)
         self.index = _index
         self._onehots = {}  # (node, dtype) -> indicator, kept for the life of a block
+        self._stacks = {}  # (nodes, dtype) -> stacked indicators, the same
         # blocks kept from pass to pass when their indicators are small enough
         keep = self.n_rows * int(np.sum(self.n_states + 2)) <= _KEEP_BLOCKS
         self._blocks = {} if keep else None
@@ -132,6 +133,67 @@ class CodeEvidence:
         if self.n_rows <= BLOCK_ROWS:  # a block of the passes: read again by leaf_counts
             self._onehots[(u, onehot.dtype)] = onehot
         return table @ onehot
+
+    def _batched(self, u, cpt):
+        """Whether the leaf ``u`` joins a batched product with the indicators: its
+        augmented table is no wider than ``max(k', _BATCH_COLUMNS)`` (wider, a gather
+        reads fewer entries than the product multiplies)."""
+        k, c = cpt.shape
+        return c + 2 <= max(k, _BATCH_COLUMNS)
+
+    def _stacked_onehot(self, nodes, dtype):
+        """``(len(nodes), n_u + 2, n_rows)`` indicators of leaves with ``n_u`` states."""
+        key = (tuple(nodes), np.dtype(dtype))
+        stack = self._stacks.get(key)
+        if stack is None:
+            m, n = int(self.n_states[nodes[0]]) + 2, self.n_rows
+            stack = np.zeros((len(nodes), m, n), dtype=dtype)
+            flat = (np.arange(len(nodes))[:, None] * m + self.index[nodes]) * n + np.arange(n)
+            stack.ravel()[flat.ravel()] = 1
+            if self.n_rows <= BLOCK_ROWS:  # a block of the passes: read again by the counts
+                self._stacks[key] = stack
+        return stack
+
+    def leaf_messages(self, leaves, cpts):
+        """:meth:`message` of every leaf in ``leaves``: one batched product with the
+        indicators per shape of table, so that a pass costs one call per shape rather
+        than several per leaf (on 64 columns at ``k' = 2`` the calls per leaf took more
+        time than their arithmetic). Exact, as :meth:`message`."""
+        out, groups = {}, {}
+        for u in leaves:
+            if self._batched(u, cpts[u]):
+                groups.setdefault(cpts[u].shape, []).append(u)
+            else:
+                out[u] = self.message(u, cpts[u])
+        for (k, c), nodes in groups.items():
+            tables = np.stack([cpts[u] for u in nodes])
+            augmented = np.empty((len(nodes), k, c + 2), dtype=tables.dtype)
+            augmented[:, :, :c] = tables
+            tables.sum(axis=2, out=augmented[:, :, c])
+            np.multiply(augmented[:, :, c], self.unseen[nodes][:, None], out=augmented[:, :, c + 1])
+            messages = np.matmul(augmented, self._stacked_onehot(nodes, tables.dtype))
+            out.update(zip(nodes, messages))
+        return out
+
+    def leaf_counts_of(self, items, cpts, msg):
+        """:meth:`leaf_counts` of every ``(leaf, q)`` in ``items``, the leaves of a
+        batched shape finished together."""
+        out, groups = {}, {}
+        for u, q in items:
+            if self._batched(u, cpts[u]):
+                groups.setdefault(cpts[u].shape, []).append((u, q))
+            else:
+                out[u] = self.leaf_counts(u, q, cpts[u], msg[u])
+        for (k, c), pairs in groups.items():
+            nodes = [u for u, _ in pairs]
+            tables = np.stack([cpts[u] for u in nodes])
+            onehot = self._stacked_onehot(nodes, tables.dtype)
+            T = np.empty((len(nodes), k, c + 2), dtype=tables.dtype)
+            for i, (_, q) in enumerate(pairs):
+                np.matmul(q, onehot[i].T, out=T[i])
+            counts = T[:, :, :c] + tables * (T[:, :, c] + T[:, :, c + 1])[:, :, None]
+            out.update(zip(nodes, counts.astype(np.float64)))
+        return out
 
     def evidence(self, u, dtype=np.float64):
         table = np.eye(int(self.n_states[u]), dtype=dtype)
@@ -183,12 +245,24 @@ class DenseEvidence:
         message ``msg = cpt @ e_u``: ``cpt * ((q / msg) @ e_u^T)``."""
         return cpt * (_divide(q, msg) @ self.vectors[u].astype(q.dtype, copy=False))
 
+    def leaf_messages(self, leaves, cpts):
+        return {u: self.message(u, cpts[u]) for u in leaves}
+
+    def leaf_counts_of(self, items, cpts, msg):
+        return {u: self.leaf_counts(u, q, cpts[u], msg[u]) for u, q in items}
+
 
 # ---------------------------------------------------------------------- passes
 #: elements (states x rows) of one message in a block: blocks of about this size keep the
 #: working set of a pass in cache (rows per block between MIN and BLOCK_ROWS)
 _BLOCK_ELEMENTS = 1 << 16
 _MIN_BLOCK_ROWS = 512
+#: leaves whose messages one call of the upward pass computes (at most this many
+#: messages of a block held before their parents read them)
+_LEAF_BATCH = 64
+#: a leaf's table joins the batched product with the indicators up to this many columns
+#: (or ``k'``, when larger)
+_BATCH_COLUMNS = 8
 
 
 def _block_rows(tree_states):
@@ -257,6 +331,12 @@ def _upward(tree, root_marginal, cpts, ev, keep):
     log_scale = np.zeros(n)
     beta, msg = {}, {}
     lik = None
+    # the leaves' messages come in batches, in the order the pass reads them
+    leaves = [
+        u for u in tree.postorder if u < tree.n_observed and not tree.children[u] and u != tree.root
+    ]
+    batches = iter(range(0, len(leaves), _LEAF_BATCH))
+    ready = {}
     for u in tree.postorder:
         kids = tree.children[u]
         observed = u < tree.n_observed
@@ -264,7 +344,10 @@ def _upward(tree, root_marginal, cpts, ev, keep):
             if u != tree.root:
                 if not observed:
                     raise ValueError(f"Hidden node {u} is a leaf: it carries no information.")
-                msg[u] = ev.message(u, cpts[u])
+                if u not in ready:
+                    i = next(batches)
+                    ready = ev.leaf_messages(leaves[i : i + _LEAF_BATCH], cpts)
+                msg[u] = ready.pop(u)
                 continue
             b = ev.evidence(u, dtype)
         else:
@@ -376,16 +459,16 @@ def _counts_block(ev, w, tree, root_marginal, cpts):
     lik, log_scale, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
     with np.errstate(divide="ignore"):
         loglik = np.log(lik) + log_scale
-    edge_counts = {}
+    edge_counts, leaves = {}, []
     for p, q, W in _downward(tree, root_marginal, cpts, beta, msg, w):
         if p == tree.root:
             root_counts = q.sum(axis=1).astype(np.float64)
         for c in tree.children[p]:
             if c in W:  # W[c] @ beta_c^T: sum_r P(x_p, x_c | row r) w_r / cpt_c[x_p, x_c]
-                counts = cpts[c] * (W[c] @ beta[c].T)
+                edge_counts[c] = (cpts[c] * (W[c] @ beta[c].T)).astype(np.float64)
             else:
-                counts = ev.leaf_counts(c, q, cpts[c], msg[c])
-            edge_counts[c] = counts.astype(np.float64)
+                leaves.append((c, q))
+    edge_counts.update(ev.leaf_counts_of(leaves, cpts, msg))
     return loglik, root_counts, edge_counts
 
 
