@@ -21,6 +21,8 @@ for category codes, :class:`DenseEvidence` for arbitrary non-negative likelihood
 * ``message(u, cpt)`` - ``cpt @ e_u`` for every row, the message of an observed leaf;
 * ``evidence(u)`` - ``e_u``, the evidence vectors ``(n_u, n_rows)`` of an observed node;
 * ``leaf_counts(u, q, cpt, msg)`` - the expected counts of a leaf from its parent's posterior;
+* ``leaf_messages(leaves, cpts)`` and ``leaf_counts_of(items, cpts, msg)`` - the same for
+  several leaves at once (:class:`CodeEvidence` batches them by the shape of their tables);
 * ``block(rows)`` - the same evidence restricted to a slice of rows.
 
 A missing entry (code ``-1``) sends an all-ones evidence vector (it is marginalised); a
@@ -142,7 +144,8 @@ class CodeEvidence:
         return c + 2 <= max(k, _BATCH_COLUMNS)
 
     def _stacked_onehot(self, nodes, dtype):
-        """``(len(nodes), n_u + 2, n_rows)`` indicators of leaves with ``n_u`` states."""
+        """``(len(nodes), n_u + 2, n_rows)`` indicators of leaves with ``n_u`` states;
+        in a block of the passes kept, and each leaf's slice kept for :meth:`leaf_counts`."""
         key = (tuple(nodes), np.dtype(dtype))
         stack = self._stacks.get(key)
         if stack is None:
@@ -150,8 +153,9 @@ class CodeEvidence:
             stack = np.zeros((len(nodes), m, n), dtype=dtype)
             flat = (np.arange(len(nodes))[:, None] * m + self.index[nodes]) * n + np.arange(n)
             stack.ravel()[flat.ravel()] = 1
-            if self.n_rows <= BLOCK_ROWS:  # a block of the passes: read again by the counts
+            if self.n_rows <= BLOCK_ROWS:
                 self._stacks[key] = stack
+                self._onehots.update(((u, np.dtype(dtype)), o) for u, o in zip(nodes, stack))
         return stack
 
     def leaf_messages(self, leaves, cpts):
@@ -176,24 +180,27 @@ class CodeEvidence:
         return out
 
     def leaf_counts_of(self, items, cpts, msg):
-        """:meth:`leaf_counts` of every ``(leaf, q)`` in ``items``, the leaves of a
-        batched shape finished together."""
-        out, groups = {}, {}
+        """:meth:`leaf_counts` of every ``(leaf, q)`` in ``items``: the sums per category
+        leaf by leaf, the rest in one call per shape of table."""
+        groups = {}
         for u, q in items:
-            if self._batched(u, cpts[u]):
-                groups.setdefault(cpts[u].shape, []).append((u, q))
-            else:
-                out[u] = self.leaf_counts(u, q, cpts[u], msg[u])
-        for (k, c), pairs in groups.items():
-            nodes = [u for u, _ in pairs]
-            tables = np.stack([cpts[u] for u in nodes])
-            onehot = self._stacked_onehot(nodes, tables.dtype)
-            T = np.empty((len(nodes), k, c + 2), dtype=tables.dtype)
-            for i, (_, q) in enumerate(pairs):
-                np.matmul(q, onehot[i].T, out=T[i])
+            groups.setdefault(cpts[u].shape, []).append((u, q))
+        out = {}
+        for (_, c), pairs in groups.items():
+            T = np.stack([self._category_sums(u, q) for u, q in pairs])
+            tables = np.stack([cpts[u] for u, _ in pairs])
             counts = T[:, :, :c] + tables * (T[:, :, c] + T[:, :, c + 1])[:, :, None]
-            out.update(zip(nodes, counts.astype(np.float64)))
+            out.update(zip([u for u, _ in pairs], counts.astype(np.float64)))
         return out
+
+    def _category_sums(self, u, q):
+        """``(k, n_u + 2)`` sums of the columns of ``q`` by the code each row reads."""
+        onehot = self._onehots.get((u, np.dtype(q.dtype)))
+        if onehot is not None:  # built by the upward pass: a product with it
+            return q @ onehot.T
+        # more categories than states: sums per category, one pass per state
+        n, index = int(self.n_states[u]), self.index[u]
+        return np.stack([np.bincount(index, weights=row, minlength=n + 2) for row in q])
 
     def evidence(self, u, dtype=np.float64):
         table = np.eye(int(self.n_states[u]), dtype=dtype)
@@ -206,12 +213,7 @@ class CodeEvidence:
         The rows of ``cpt`` must sum to 1, as the tables of EM do (a missing entry's
         evidence is then 1 for every parent state)."""
         n = int(self.n_states[u])
-        onehot = self._onehots.get((u, np.dtype(q.dtype)))
-        if onehot is not None:  # built by message(): a product with it
-            T = q @ onehot.T
-        else:  # more categories than states: sums per category, one pass per state
-            index = self.index[u]
-            T = np.stack([np.bincount(index, weights=row, minlength=n + 2) for row in q])
+        T = self._category_sums(u, q)
         return T[:, :n] + cpt * (T[:, n] + T[:, n + 1])[:, None]
 
 
@@ -257,9 +259,10 @@ class DenseEvidence:
 #: working set of a pass in cache (rows per block between MIN and BLOCK_ROWS)
 _BLOCK_ELEMENTS = 1 << 16
 _MIN_BLOCK_ROWS = 512
-#: leaves whose messages one call of the upward pass computes (at most this many
-#: messages of a block held before their parents read them)
-_LEAF_BATCH = 64
+#: entries (states x rows) of the leaves' messages computed in one batch: more leaves
+#: at once saves calls, fewer keep them in cache until their parents read them (all
+#: leaves of a 64-column, 1,257-row table at k' = 2; a few at a time at 15,000 rows)
+_BATCH_ELEMENTS = 1 << 18
 #: a leaf's table joins the batched product with the indicators up to this many columns
 #: (or ``k'``, when larger)
 _BATCH_COLUMNS = 8
@@ -269,6 +272,11 @@ def _block_rows(tree_states):
     """Rows per block for messages of at most ``tree_states`` states."""
     rows = _BLOCK_ELEMENTS // max(int(tree_states), 1)
     return int(min(BLOCK_ROWS, max(_MIN_BLOCK_ROWS, rows)))
+
+
+def _leaf_batch(k, n_rows):
+    """Leaves per batch of the passes for messages of ``k`` states over ``n_rows``."""
+    return max(1, _BATCH_ELEMENTS // max(int(k) * int(n_rows), 1))
 
 
 def _rows(n, n_jobs, block_rows=BLOCK_ROWS):
@@ -335,7 +343,8 @@ def _upward(tree, root_marginal, cpts, ev, keep):
     leaves = [
         u for u in tree.postorder if u < tree.n_observed and not tree.children[u] and u != tree.root
     ]
-    batches = iter(range(0, len(leaves), _LEAF_BATCH))
+    batch = _leaf_batch(root_marginal.size, n)
+    batches = iter(range(0, len(leaves), batch))
     ready = {}
     for u in tree.postorder:
         kids = tree.children[u]
@@ -346,7 +355,7 @@ def _upward(tree, root_marginal, cpts, ev, keep):
                     raise ValueError(f"Hidden node {u} is a leaf: it carries no information.")
                 if u not in ready:
                     i = next(batches)
-                    ready = ev.leaf_messages(leaves[i : i + _LEAF_BATCH], cpts)
+                    ready = ev.leaf_messages(leaves[i : i + batch], cpts)
                 msg[u] = ready.pop(u)
                 continue
             b = ev.evidence(u, dtype)
@@ -460,6 +469,7 @@ def _counts_block(ev, w, tree, root_marginal, cpts):
     with np.errstate(divide="ignore"):
         loglik = np.log(lik) + log_scale
     edge_counts, leaves = {}, []
+    batch = _leaf_batch(root_marginal.size, ev.n_rows)
     for p, q, W in _downward(tree, root_marginal, cpts, beta, msg, w):
         if p == tree.root:
             root_counts = q.sum(axis=1).astype(np.float64)
@@ -468,6 +478,9 @@ def _counts_block(ev, w, tree, root_marginal, cpts):
                 edge_counts[c] = (cpts[c] * (W[c] @ beta[c].T)).astype(np.float64)
             else:
                 leaves.append((c, q))
+        if len(leaves) >= batch:
+            edge_counts.update(ev.leaf_counts_of(leaves, cpts, msg))
+            leaves = []
     edge_counts.update(ev.leaf_counts_of(leaves, cpts, msg))
     return loglik, root_counts, edge_counts
 
