@@ -76,7 +76,8 @@ def raw_spectral_fit(X, k, tree=None, method="nj", fit_raw=None):
     from ltm_sklearn import LatentTree
     from ltm_sklearn._algorithms.spectral import fit_spectral, spectral_log_abs
     from ltm_sklearn._algorithms.structure import learn_tree, spectral_distance
-    from ltm_sklearn._engine.moments import CategoricalEncoder, MomentEstimator
+    from ltm_sklearn._engine.encoding import CategoricalEncoder
+    from ltm_sklearn._engine.moments import MomentEstimator
 
     t0 = time.perf_counter()
     enc = CategoricalEncoder()

@@ -23,7 +23,7 @@ from _common import machine, markdown_table, save  # noqa: E402
 from bench_real import TABLES, categorical_nb, load  # noqa: E402
 
 from ltm_sklearn import LatentTreeClassifier  # noqa: E402
-from ltm_sklearn._engine.moments import CategoricalEncoder  # noqa: E402
+from ltm_sklearn._engine.encoding import CategoricalEncoder  # noqa: E402
 
 
 def run(name):

@@ -40,7 +40,7 @@ from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
 from ltm_sklearn import GaussianLatentTree, KernelLatentTree, LatentTreeClassifier
-from ltm_sklearn._algorithms.marginals import (
+from ltm_sklearn._algorithms.yeo_johnson import (
     fit_yeo_johnson,
     yeo_johnson,
     yeo_johnson_log_derivative,

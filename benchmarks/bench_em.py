@@ -1,6 +1,6 @@
 """EM baseline and spectral learning (papers/003 Fig. 2), with peers on the same data.
 
-1. Four topologies of papers/003 Fig. 2 (broad4, broad9, deep4, deep5 of datasets.py),
+1. Four topologies of papers/003 Fig. 2 (broad4, broad9, deep4, deep5 of ltm_sklearn.datasets),
    n = 6 observed states, k = 2, N from 200 to 1e5, 3 random models each: median relative
    joint error on 1,000 test rows, held-out log-likelihood gap to the truth and fit time of
    the spectral algorithm (its raw observable representation), SpectralLatentTree with
@@ -38,7 +38,8 @@ from _common import (
 
 from ltm_sklearn import LatentTree, LatentTreeEM, SpectralLatentTree
 from ltm_sklearn._algorithms.structure import chow_liu_tree
-from ltm_sklearn._engine.moments import CategoricalEncoder, MomentEstimator
+from ltm_sklearn._engine.encoding import CategoricalEncoder
+from ltm_sklearn._engine.moments import MomentEstimator
 from ltm_sklearn.datasets import LatentTreeModel, broad_tree, deep_tree
 
 TOPOLOGIES = {

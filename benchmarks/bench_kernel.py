@@ -31,7 +31,7 @@ from ltm_sklearn._algorithms.structure import (
     neighbor_joining,
     nonparanormal_distance,
 )
-from ltm_sklearn._engine.moments import rbf_features
+from ltm_sklearn._engine.kernel_features import rbf_features
 from ltm_sklearn.datasets import (
     GaussianLeafTreeModel,
     balanced_binary_tree,

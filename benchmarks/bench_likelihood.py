@@ -32,7 +32,8 @@ from sklearn.exceptions import ConvergenceWarning
 from ltm_sklearn import HierarchicalTensorLTM, LatentTree, LatentTreeEM, SpectralLatentTree
 from ltm_sklearn._algorithms.spectral import fit_spectral
 from ltm_sklearn._algorithms.structure import learn_tree, spectral_distance
-from ltm_sklearn._engine.moments import CategoricalEncoder, MomentEstimator
+from ltm_sklearn._engine.encoding import CategoricalEncoder
+from ltm_sklearn._engine.moments import MomentEstimator
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,

@@ -48,7 +48,7 @@ from ltm_sklearn import (
     QuartetTreeLearner,
     SpectralLatentTree,
 )
-from ltm_sklearn._engine.moments import CategoricalEncoder
+from ltm_sklearn._engine.encoding import CategoricalEncoder
 from ltm_sklearn.datasets import load_table
 
 TABLES = [

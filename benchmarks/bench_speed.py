@@ -149,7 +149,7 @@ def run_vs(row):
         from sklearn.preprocessing import OneHotEncoder
 
         from ltm_sklearn import LatentTreeClassifier
-        from ltm_sklearn._engine.moments import CategoricalEncoder
+        from ltm_sklearn._engine.encoding import CategoricalEncoder
 
         X, y = load(row[4:])
         tr, te = train_test_split(np.arange(len(y)), test_size=0.3, stratify=y, random_state=0)

@@ -17,7 +17,7 @@ from ltm_sklearn import (
 )
 from ltm_sklearn._algorithms.em import fit_em, minibatch_em, node_states, random_cpts
 from ltm_sklearn._engine.inference import CodeEvidence, expected_counts, log_likelihood
-from ltm_sklearn._engine.moments import row_keys
+from ltm_sklearn._engine.row_keys import row_keys
 from ltm_sklearn._engine.tree import LatentTree
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, load_debd, star_tree
 from ltm_sklearn.metrics import robinson_foulds

@@ -17,7 +17,7 @@ from ltm_sklearn._algorithms.structure import (
     neighbor_joining,
     nonparanormal_distance,
 )
-from ltm_sklearn._engine.moments import KernelMoments, RBFFeatureMap, rbf_features
+from ltm_sklearn._engine.kernel_features import KernelMoments, RBFFeatureMap, rbf_features
 from ltm_sklearn.datasets import (
     GaussianLeafTreeModel,
     LatentTreeModel,

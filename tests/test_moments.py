@@ -2,7 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltm_sklearn._engine.moments import MISSING, UNSEEN, CategoricalEncoder, MomentEstimator
+from ltm_sklearn._engine.encoding import MISSING, UNSEEN, CategoricalEncoder
+from ltm_sklearn._engine.moments import MomentEstimator
 
 
 def test_encoder_value_types():

@@ -233,7 +233,7 @@ def test_bionj_with_equal_variances_is_neighbor_joining_and_recovers_additive_tr
 
 
 def test_censored_residual_ignores_saturated_distances_only_when_too_long():
-    from ltm_sklearn._algorithms.structure.saturation import saturation_level
+    from ltm_sklearn._algorithms.structure.censored import saturation_level
 
     truth = random_binary_tree(12, random_state=2)
     D = additive(truth, 2)

@@ -10,8 +10,10 @@ from ltm_sklearn._algorithms.structure import (
     chow_liu_tree,
     clnj,
     clrg,
+    corrected_mutual_information,
     gaussian_distance,
     learn_tree,
+    mutual_information,
     neighbor_joining,
     nonparanormal_distance,
     pairwise_correlation,
@@ -74,7 +76,7 @@ def test_spectral_metric_is_additive_on_exact_moments():
     model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, random_state=0)
     conf = model.all_configurations()
     p = np.exp(model.log_likelihood(conf))
-    from ltm_sklearn._engine.moments import CategoricalEncoder
+    from ltm_sklearn._engine.encoding import CategoricalEncoder
 
     enc = CategoricalEncoder()
     codes = enc.fit_transform(conf)
@@ -322,3 +324,21 @@ def test_correlations_and_gaussian_distances_are_exactly_symmetric():
             assert np.array_equal(corr, corr.T)
         D = gaussian_distance(X)
         assert np.array_equal(D, D.T)
+
+
+def test_corrected_mutual_information_removes_the_plug_in_bias_of_many_categories():
+    # independent columns: 2 categories against 30 (the plug-in estimate grows with the
+    # categories, (r_i - 1)(r_j - 1) / 2N in expectation), and a dependent pair
+    rng = np.random.RandomState(0)
+    n = 2000
+    a = rng.randint(0, 2, n)
+    b = np.where(rng.rand(n) < 0.8, a, 1 - a)
+    X = np.column_stack([a, b, rng.randint(0, 30, n), rng.randint(0, 30, n)])
+    moments = MomentEstimator(X.T, [2, 2, 30, 30])
+    raw = mutual_information(moments)
+    corrected = corrected_mutual_information(moments, n)
+    assert raw[2, 3] > 0.15  # 29 * 29 / 4000 = 0.21 nats of pure bias
+    assert corrected[2, 3] < corrected[0, 1]  # the dependent pair now leads
+    assert raw[2, 3] > raw[0, 1]  # where the raw estimate put the noise first
+    np.testing.assert_allclose(np.diag(corrected), 0.0)
+    assert corrected.min() >= 0.0

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._engine.moments import MISSING
+from .._engine.encoding import MISSING
 from .tensor import tensor_cpts
 
 __all__ = [

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import shortest_path
 
-__all__ = ["LatentTree"]
+__all__ = ["LatentTree", "attach_columns"]
 
 
 class LatentTree:
@@ -551,6 +551,24 @@ class LatentTree:
 
 # ---------------------------------------------------------------------- Newick helpers
 _TOKEN = re.compile(r"\s*(\(|\)|,|;|:[^,();]*|'(?:[^']|'')*'|[^,();:\s]+)")
+
+
+def attach_columns(tree, columns, d):
+    """``tree``, learned over the data's ``columns`` (observed nodes ``0..len(columns)-1``),
+    relabelled to all ``d`` columns; the other columns hang off its root as leaves.
+
+    >>> tree = LatentTree([(0, 2), (1, 2)], 2)
+    >>> attach_columns(tree, np.array([1, 3]), 4).edges
+    [(0, 4), (1, 4), (2, 4), (3, 4)]
+    """
+    m = len(columns)
+    others = [j for j in range(d) if j not in set(np.asarray(columns).tolist())]
+    relabel = {i: int(c) for i, c in enumerate(columns)}
+    relabel.update({u: d + (u - m) for u in range(m, tree.n_nodes)})
+    edges = [(relabel[u], relabel[v]) for u, v in tree.edges]
+    anchor = relabel[tree.root]
+    edges += [(anchor, j) for j in others]
+    return LatentTree(edges, d)
 
 
 def _parse_newick(text):

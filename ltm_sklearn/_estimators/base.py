@@ -69,9 +69,10 @@ from .._algorithms.structure import (
 )
 from .._algorithms.structure.learn import DISTANCE_METHODS
 from .._algorithms.tensor import expand_states, tensor_cpts
+from .._engine.encoding import CategoricalEncoder, declared_categories
 from .._engine.inference import CodeEvidence, hidden_posteriors, log_likelihood, sample_states
-from .._engine.moments import CategoricalEncoder, MomentEstimator, declared_categories
-from .._engine.tree import LatentTree
+from .._engine.moments import MomentEstimator
+from .._engine.tree import LatentTree, attach_columns
 from .._sources.distributed import dask_moments
 from .._sources.streaming import RowStatistics
 from .selection import PATIENCE, TIE_TOL, best_key, grow, held_out_split, paired_se, race
@@ -370,7 +371,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             return self._build_tree(moments, method)
         sub = moments.subset(informative)
         tree = self._build_tree(sub, method)
-        return _attach_columns(tree, informative, d)
+        return attach_columns(tree, informative, d)
 
     def _tree_rank(self, name, k, moments):
         """What the tree that ``name`` learns depends on in ``k'``: the selection of
@@ -1460,16 +1461,3 @@ def _moment_states(n_states):
     states than a typical column has categories (the median, at least 2)."""
     n_states = np.asarray(n_states)
     return max(2, int(np.median(n_states))) if n_states.size else 2
-
-
-def _attach_columns(tree, columns, d):
-    """Relabel ``tree`` (over ``columns`` of the data) to all ``d`` columns; the other
-    columns hang off the tree's root as leaves."""
-    m = len(columns)
-    others = [j for j in range(d) if j not in set(columns.tolist())]
-    relabel = {i: int(c) for i, c in enumerate(columns)}
-    relabel.update({u: d + (u - m) for u in range(m, tree.n_nodes)})
-    edges = [(relabel[u], relabel[v]) for u, v in tree.edges]
-    anchor = relabel[tree.root]
-    edges += [(anchor, j) for j in others]
-    return LatentTree(edges, d)

@@ -20,7 +20,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._engine.moments import declared_categories
+from .._engine.encoding import declared_categories
 from .base import AUTO_HIDDEN_STATES
 from .selection import TIE_TOL, paired_se
 from .spectral import SpectralLatentTree

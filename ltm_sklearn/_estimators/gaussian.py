@@ -23,20 +23,22 @@ from .._algorithms.gaussian import (
     n_free_parameters,
     sample_nodes,
 )
-from .._algorithms.marginals import (
-    fit_yeo_johnson,
-    yeo_johnson,
-    yeo_johnson_inverse,
-    yeo_johnson_log_derivative,
-)
 from .._algorithms.structure import (
     chow_liu,
+    correlation_distance,
+    gaussian_information,
     grouped_chow_liu,
     hidden_chow_liu,
     learn_tree,
     pairwise_correlation,
 )
 from .._algorithms.structure.learn import DISTANCE_METHODS
+from .._algorithms.yeo_johnson import (
+    fit_yeo_johnson,
+    yeo_johnson,
+    yeo_johnson_inverse,
+    yeo_johnson_log_derivative,
+)
 from .._engine.tree import LatentTree
 from .base import check_frame_dtypes, target_index
 
@@ -258,18 +260,14 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         corrs, sizes = _cluster_correlations(Z, labels, sw)
         if method in ("chow_liu", "hclt", "grouped_hclt", "tree_mixture", "grouped_leaves"):
             # Gaussian mutual information -log(1 - rho^2) / 2, averaged over the clusters
-            info = sum(
-                w * -0.5 * np.log1p(-np.minimum(c**2, 1.0 - 1e-12)) for c, w in zip(corrs, sizes)
-            )
-            np.fill_diagonal(info, 0.0)
+            info = sum(w * gaussian_information(c) for c, w in zip(corrs, sizes))
             if method == "grouped_leaves":
                 return grouped_chow_liu(info, max_group=GROUP_SIZE, feature_names=names)
             fn = {"hclt": hidden_chow_liu, "grouped_hclt": grouped_chow_liu}
             return fn.get(method, chow_liu)(info, feature_names=names)
         # the Gaussian metric -log |corr| of each cluster, averaged: additive on the shared
         # tree whatever the signs and strengths of each component's edges
-        D = sum(w * -np.log(np.clip(np.abs(c), 1e-300, 1.0)) for c, w in zip(corrs, sizes))
-        np.fill_diagonal(D, 0.0)
+        D = sum(w * correlation_distance(c) for c, w in zip(corrs, sizes))
         # the censored check of "me" without the length condition: on the Gaussian metric
         # it cost structure="me" 0.05-0.47 nats per row on breast cancer, wdbc and magic
         # (bench_continuous; it was chosen on the spectral metric's sweep)

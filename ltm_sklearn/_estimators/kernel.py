@@ -53,21 +53,17 @@ from .._algorithms.kernel_leaves import (
 from .._algorithms.spectral import explicit_from_representation, fit_spectral, spectral_log_abs
 from .._algorithms.structure import (
     chow_liu,
+    corrected_mutual_information,
     gaussian_distance,
     kernel_distance,
     learn_tree,
-    mutual_information,
     nonparanormal_distance,
 )
 from .._algorithms.tensor import expand_states
+from .._engine.encoding import CategoricalEncoder, ContinuousColumnError
 from .._engine.inference import DenseEvidence, log_likelihood
-from .._engine.moments import (
-    CategoricalEncoder,
-    ContinuousColumnError,
-    KernelMoments,
-    MomentEstimator,
-    RBFFeatureMap,
-)
+from .._engine.kernel_features import KernelMoments, RBFFeatureMap
+from .._engine.moments import MomentEstimator
 from .._engine.tree import LatentTree
 from .base import (
     _K_FREE_STRUCTURES,
@@ -682,7 +678,7 @@ class KernelLatentTree(BaseLatentTree):
             return LatentTree.star(n_features)
         if method == "chow_liu":
             coarse = self._coarse_moments(moments)
-            return chow_liu(_corrected_information(coarse, moments.sample_weight.sum()))
+            return chow_liu(corrected_mutual_information(coarse, moments.sample_weight.sum()))
         if method in ("gaussian", "nonparanormal"):
             if self.is_categorical_.any():
                 raise ValueError(
@@ -1177,20 +1173,6 @@ def _converts(value):
 def _holds_labels(column):
     """An object column holds labels when some non-missing entry is not a number."""
     return any(not _is_number(v) for v in column[~pd.isna(column)])
-
-
-def _corrected_information(moments, n_samples):
-    """Mutual information of category columns minus its plug-in bias
-    ``(r_i - 1)(r_j - 1) / (2 N)`` (Miller-Madow; ``r`` the occupied categories), so that
-    columns of many categories (discretised continuous ones) and of few compete fairly
-    in a Chow-Liu tree."""
-    M = mutual_information(moments)
-    occupied = np.array([np.count_nonzero(c) for c, _ in moments.singleton_counts()])
-    bias = np.outer(occupied - 1, occupied - 1) / (2.0 * max(n_samples, 1.0))
-    out = M - bias
-    out -= min(out.min(), 0.0)  # the spanning tree is the same for any shift
-    np.fill_diagonal(out, 0.0)
-    return out
 
 
 def _column_scales(X, sample_weight=None):

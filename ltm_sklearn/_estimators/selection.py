@@ -27,7 +27,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .._engine.moments import holdout_weights
+from .._engine.row_keys import holdout_weights
 
 __all__ = [
     "TIE_TOL",
@@ -79,7 +79,7 @@ def held_out_split(values, weights, random_state=None, share=VALIDATION_SHARE):
     """Split rows into training and held-out parts by a hash of their values.
 
     The weight of every row is split between the parts by
-    :func:`~ltm_sklearn._engine.moments.holdout_weights` (a hash of the row and of its
+    :func:`~ltm_sklearn._engine.row_keys.holdout_weights` (a hash of the row and of its
     copies, seeded by an integer ``random_state``, else 0): a row of weight 3 is split as
     three copies are, and the split does not depend on the order or the source of the
     rows. At most :data:`MAX_VALIDATION_ROWS` distinct rows are held out and at most

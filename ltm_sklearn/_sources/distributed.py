@@ -28,8 +28,9 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._algorithms.em import unique_rows
+from .._engine.encoding import _key
 from .._engine.inference import CodeEvidence, expected_counts
-from .._engine.moments import MomentEstimator, _add, _key
+from .._engine.moments import MomentEstimator, _add
 from . import streaming
 from .streaming import RowStatistics, StatisticsMoments
 

@@ -31,18 +31,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._engine.moments import (
-    _MAX_GRAM_WIDTH,
+from .._engine.encoding import (
     CategoricalEncoder,
-    MomentEstimator,
     _columns,
     _factorize,
-    _gram_sums,
     _is_missing,
     _key,
-    _normalise,
     _normalise_value,
 )
+from .._engine.moments import _MAX_GRAM_WIDTH, MomentEstimator, _gram_sums, _normalise
 
 __all__ = ["RowStatistics", "StatisticsMoments", "SAMPLE_ROWS"]
 

@@ -10,6 +10,9 @@ __all__ = [
     "mutual_information",
     "spectral_distance",
     "gaussian_distance",
+    "correlation_distance",
+    "gaussian_information",
+    "corrected_mutual_information",
     "pairwise_correlation",
     "nonparanormal_distance",
     "kernel_distance",
@@ -183,10 +186,43 @@ def gaussian_distance(X):
     (each correlation from the rows observing both columns, :func:`pairwise_correlation`).
     Constant columns get an infinite-like distance (correlation floored at 1e-300).
     """
-    corr = pairwise_correlation(X)
+    return correlation_distance(pairwise_correlation(X))
+
+
+def correlation_distance(corr):
+    """``-log |corr|`` with a zero diagonal (correlations floored at 1e-300): the Gaussian
+    tree metric of :func:`gaussian_distance` from a correlation matrix."""
     D = -np.log(np.clip(np.abs(corr), _TINY, 1.0))
     np.fill_diagonal(D, 0.0)
     return D
+
+
+def gaussian_information(corr):
+    """Mutual information ``-log(1 - rho^2) / 2`` of jointly Gaussian pairs of correlation
+    ``rho`` (``|rho|`` capped just below 1), with a zero diagonal.
+
+    >>> np.round(gaussian_information(np.array([[1.0, 0.6], [0.6, 1.0]])), 4)
+    array([[0.    , 0.2231],
+           [0.2231, 0.    ]])
+    """
+    info = -0.5 * np.log1p(-np.minimum(corr**2, 1.0 - 1e-12))
+    np.fill_diagonal(info, 0.0)
+    return info
+
+
+def corrected_mutual_information(moments, n_samples):
+    """Mutual information of category columns minus its plug-in bias
+    ``(r_i - 1)(r_j - 1) / (2 N)`` (Miller-Madow; ``r`` the occupied categories), shifted
+    to be non-negative (a spanning tree is the same for any shift), so that columns of many
+    categories (discretised continuous ones) and of few compete fairly in a Chow-Liu
+    tree."""
+    M = mutual_information(moments)
+    occupied = np.array([np.count_nonzero(c) for c, _ in moments.singleton_counts()])
+    bias = np.outer(occupied - 1, occupied - 1) / (2.0 * max(n_samples, 1.0))
+    out = M - bias
+    out -= min(out.min(), 0.0)
+    np.fill_diagonal(out, 0.0)
+    return out
 
 
 def pairwise_correlation(X, sample_weight=None):

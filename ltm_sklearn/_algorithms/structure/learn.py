@@ -6,10 +6,10 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from ..._engine.tree import LatentTree
+from .censored import censored_residual
 from .chow_liu import clnj, clrg
 from .nj import neighbor_joining
 from .rg import recursive_grouping
-from .saturation import censored_residual
 from .search import binary_leaf_tree, bionj, bme_length, minimum_evolution_search
 
 __all__ = ["STRUCTURE_METHODS", "learn_tree", "sample_threshold"]
@@ -33,21 +33,18 @@ DISTANCE_METHODS = ("me", "nj", "rg", "clrg", "clnj", "star")
 #: the tests of RG/CLRG/CLNJ accept differences up to ``_THRESHOLD_SCALE / sqrt(N)``
 _THRESHOLD_SCALE = 2.0
 #: ``"me"`` checks its tree against CLNJ's with saturated distances censored
-#: (:func:`~ltm_sklearn.structure.censored_residual`) up to this many columns: the check
-#: costs 0.03 s at 32 columns, 0.4-2 s per tree at 1,024 and grows with ``d^2`` rounds of
-#: all-pairs paths beyond; on the deep Jukes-Cantor trees it never switched. Up to the
-#: same size the neighbor joining tree competes with the searched ones (its ``d^3`` would
-#: add ~25 s at 4,096 columns)
+#: (:func:`~ltm_sklearn.structure.censored_residual`) up to this many columns, and the
+#: neighbor joining tree competes with the searched ones up to the same size: beyond it
+#: the check's ``d^2`` rounds of all-pairs paths and neighbor joining's ``d^3`` cost more
+#: than the search itself
 _CENSORED_CHECK_MAX = 512
 #: CLNJ's tree replaces the search's when its censored residual is smaller by more than
 #: this ...
 _CENSORED_MARGIN = 1.0
-#: ... and its balanced minimum-evolution length is at most this share above the search's.
-#: The residual reads only the reliable distances; over 30 models per cell of the sweep of
-#: bench_structure.py it switched 33 times to a CLNJ tree 3.2-6.9% longer under all of
-#: them: wrong in 12 of 12 on balanced trees (CLNJ merges wrong pairs there), in 11 of 21
-#: on random ones. Chosen among 0.01-0.05 on 15 models per cell and kept on 15 fresh ones:
-#: cells above the better of NJ and CLNJ 6 -> 3, mean RF 5.74 -> 5.53
+#: ... and its balanced minimum-evolution length is at most this share above the search's:
+#: the residual reads only the reliable distances, and a CLNJ tree much longer under all
+#: of them was the wrong tree on the structure benchmark's balanced trees (the value's
+#: sweep is in the user guide, "Structure")
 CENSORED_MAX_EXCESS = 0.03
 
 
