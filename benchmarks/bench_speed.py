@@ -213,7 +213,8 @@ def report():
             continue
         label, row = path.stem.split("-", 1)
         parts[(label, row)] = json.loads(path.read_text())
-    labels = sorted({label for label, _ in parts}, key=lambda s: (s != "before", s))
+    order = {"before": 0, "prev": 1, "after": 2}
+    labels = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 3), s))
     header = ["row"]
     for label in labels:
         header += [f"{label}: fit s", f"{label}: test nats/row", f"{label}: k', structure, members"]
@@ -241,11 +242,17 @@ def report():
         [
             "# Time to a result of the automatic fit",
             "",
-            f"Machine: {machine()}. One fit per cell, run one at a time on an idle machine "
-            "(labels: `before` is the code before the selection engine, commit a76d29f, "
-            "whose E-step ran on one core; `after` the current code, whose E-step runs "
-            "on both by default). The `before` cells of plants, baudio, jester and "
-            "bnetflix are that code's `bench_debd.md` run (noted in the cell). "
+            f"Machine: {machine()}. One fit per cell, run one at a time (labels: `before` "
+            "is the code before the selection engine, commit a76d29f, whose E-step ran on "
+            "one core; `prev` the selection engine's second stop, commit 3e2de24; `after` "
+            "the current code). The `before` cells of plants, baudio, jester and "
+            "bnetflix are that code's `bench_debd.md` run (noted in the cell). The "
+            "machine's speed drifted by up to 2x between sessions (digits: 34 s for "
+            "`prev` on one day, 47-54 s on the next, slowing within the session): compare "
+            "cells measured together. `prev` and `after` of digits, truth-k3 and nltcs "
+            "ran alternately in one session, `prev` first each time; alternated in one "
+            "process (the engine of 3e2de24 against this one, same models), the digits "
+            "fit took 48.1 / 45.3 s and 52.0 / 50.1 s. "
             "`gmm-digits` is the GaussianMixture BIC grid (1-10 components) on the "
             "same digits rows, for time only (a density of the levels as numbers is not "
             "comparable in nats).",

@@ -93,6 +93,7 @@ def test_grid_search_picks_true_number_of_hidden_states():
     assert gs.best_params_ == {"n_hidden_states": 3}
 
 
+@pytest.mark.slow
 def test_classifier_roc_auc_and_scorers():
     X, y, tree, (a, b) = two_class_data()
     clf = LatentTreeClassifier(SpectralLatentTree(2, tree=tree, random_state=0))

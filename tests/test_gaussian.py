@@ -169,6 +169,7 @@ def test_structure_recovered_at_large_n():
     assert robinson_foulds(auto.tree_, truth.tree) == 0
 
 
+@pytest.mark.slow
 def test_mixture_of_trees_recovered():
     truth = GaussianLatentTreeModel.random(balanced_binary_tree(8), 3, random_state=0)
     X, _, comp = truth.sample(6000, random_state=1, return_hidden=True)

@@ -181,6 +181,7 @@ def test_ground_truth_error_shrinks_with_n():
     assert gaps[2] < 0.005
 
 
+@pytest.mark.slow
 def test_shared_api_classifier_conditional_missing_and_grid_search():
     tree = balanced_binary_tree(8)
     a = LatentTreeModel.random(tree, 3, 4, noise=0.6, random_state=0)

@@ -173,6 +173,7 @@ def test_one_hot_limit_equals_the_discrete_spectral_algorithm(tree):
     np.testing.assert_allclose(a + 0.5 * np.log(2 * np.pi * h**2).sum(), b, atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [1.0, 0.3])
 def test_density_integrates_to_one_and_nan_marginalises(scale):
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(3), 2, random_state=0)
@@ -262,6 +263,7 @@ def test_grid_search_picks_the_number_of_hidden_states(d):
     assert search.best_params_["n_hidden_states"] == d
 
 
+@pytest.mark.slow
 def test_classifier_close_to_bayes_and_above_gaussian_nb():
     tree = balanced_binary_tree(8)
     a = GaussianLeafTreeModel.random(tree, 2, random_state=3)

@@ -54,6 +54,7 @@ def test_auto_picks_the_form_of_the_truth(truth, form, request):
     assert 0 <= gap < 0.05
 
 
+@pytest.mark.slow
 def test_gaussian_form_is_the_gaussian_latent_tree(gaussian_truth):
     X = gaussian_truth.sample(1500, random_state=3)
     X[::7, 2] = np.nan
@@ -90,6 +91,7 @@ def test_gaussian_form_uses_a_given_tree_and_feature_names(gaussian_truth):
         est.score_samples(X.rename(columns={"a": "z"}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hidden", ["discrete", "gaussian"])
 def test_conditional_moments_match_numerical_integration(hidden, leaf_truth):
     X = leaf_truth.sample(1500, random_state=6)

@@ -91,6 +91,7 @@ def test_em_polishing_never_lowers_the_training_objective():
         assert polished.score(X) > start.score(X)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_hidden_states_beyond_the_categories_on_binary_data(cls):
     model = LatentTreeModel.random(balanced_binary_tree(8), 2, 2, random_state=0)

@@ -105,7 +105,10 @@ def _grid_mass(est, X_cat, numeric_cols, grid):
     return total
 
 
-@pytest.mark.parametrize("n_numeric, structure", [(1, "me"), (2, "me"), (2, "chow_liu")])
+@pytest.mark.parametrize(
+    "n_numeric, structure",
+    [(1, "me"), pytest.param(2, "me", marks=pytest.mark.slow), (2, "chow_liu")],
+)
 def test_mixed_density_integrates_to_one(n_numeric, structure):
     truth = MixedTruth(n_leaves=4, numeric=range(n_numeric), n_states=3)
     X = truth.sample(800, seed=1)

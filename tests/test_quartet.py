@@ -102,6 +102,7 @@ def test_plain_nuclear_norm_fails_beyond_lemma4_on_exact_moments():
     assert min(errors) > 0
 
 
+@pytest.mark.slow
 def test_number_of_tests_grows_as_d_log_d():
     per = {}
     for d in (16, 32, 64, 128):
@@ -128,6 +129,7 @@ def test_projected_tables_keep_the_quartet_with_many_states():
     assert robinson_foulds(tree, model.tree) == 0
 
 
+@pytest.mark.slow
 def test_estimator_recovers_random_trees_and_beats_neighbor_joining():
     """16-leaf random binary trees, N = 1e4, CPT noise 0.3 (issue target: >= 3 of 5)."""
     exact_q = exact_nj = 0

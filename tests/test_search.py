@@ -136,6 +136,7 @@ def test_search_never_lengthens_the_start_and_is_invariant_to_column_order():
     assert robinson_foulds(back, found) == 0
 
 
+@pytest.mark.slow
 def test_recovers_random_trees_where_neighbor_joining_fails():
     # 32-leaf random trees, k = 2, n = 4, CPT noise 0.3, N = 1e5 (measured, 5 models:
     # NJ exact in 3/5, minimum-evolution search in 5/5)
