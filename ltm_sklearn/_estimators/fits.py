@@ -1,0 +1,74 @@
+"""Fitted parameter sets of a latent tree, and what the fit and its selection share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._algorithms.em import average_members
+from .._engine.tree import LatentTree
+
+__all__ = ["FittedModel", "ModelChoice", "average_fits", "moment_states"]
+
+#: memory the tables of one model may take (EM holds a few copies), in bytes
+TABLE_MEMORY = 2**30
+#: the Dirichlet pseudo-count of the estimators' ``alpha`` default, where ``alpha="auto"``
+#: starts its search
+DEFAULT_ALPHA = 0.5
+
+
+@dataclass
+class FittedModel:
+    """Explicit parameters of one fitted latent tree model and how EM ended."""
+
+    tree: LatentTree
+    root_marginal: np.ndarray
+    cpts: dict
+    objective: float = float("nan")
+    n_iter: int = 0
+    converged: bool = True
+    extras: dict = field(default_factory=dict)
+
+
+@dataclass
+class ModelChoice:
+    """What a selection chose (:func:`~.auto_fit.select_model`), for ``fit`` to
+    assign: ``k'``, the structure, the fit on the training rows (and the members), the
+    held-out scores of every candidate, and the training weight of the selection."""
+
+    k: int
+    structure: str
+    fit: FittedModel | None = None
+    train_weight: float = 0.0
+    structure_scores: dict = field(default_factory=dict)
+    k_scores: dict = field(default_factory=dict)
+    alpha: float | None = None
+    alpha_scores: dict | None = None
+    members: list | None = None
+    member_scores: dict | None = None
+
+
+def average_fits(fits):
+    """EM fits of one tree averaged into one model
+    (:func:`~ltm_sklearn._algorithms.em.average_members`): the members' mean objective,
+    their summed iterations, converged when all are, the first one's extras."""
+    tree = fits[0].tree
+    root, cpts = average_members(tree, [(f.root_marginal, f.cpts) for f in fits])
+    return FittedModel(
+        tree,
+        root,
+        cpts,
+        float(np.mean([f.objective for f in fits])),
+        sum(f.n_iter for f in fits),
+        all(f.converged for f in fits),
+        fits[0].extras,
+    )
+
+
+def moment_states(n_states):
+    """The most hidden states the moment starts are used for: pair tables of columns
+    with ``n`` categories have rank at most ``n``, so moments identify no more hidden
+    states than a typical column has categories (the median, at least 2)."""
+    n_states = np.asarray(n_states)
+    return max(2, int(np.median(n_states))) if n_states.size else 2
