@@ -65,9 +65,11 @@ def plot_error_and_time(curves, panels, methods, path):
 
 
 def raw_spectral_fit(X, k, tree=None, method="nj", fit_raw=None):
-    """The spectral algorithm's raw observable representation (papers/003) alone: one
+    """The spectral algorithm's raw observable representation (Parikh, Song & Xing (ICML 2011))
+    alone: one
     pass of moments, the structure learned with ``method`` when ``tree`` is None.
-    ``fit_raw`` replaces ``fit_spectral`` (e.g. ``fit_hierarchical``, papers/000).
+    ``fit_raw`` replaces ``fit_spectral`` (e.g. ``fit_hierarchical``, Song, Ishteva, Parikh, Xing &
+    Park (ICML 2013)).
 
     Returns ``(params, seconds, score)`` where ``score(X)`` gives ``(sign, log |P_hat|)``.
     """

@@ -1,6 +1,8 @@
-"""EM baseline and spectral learning (papers/003 Fig. 2), with peers on the same data.
+"""EM baseline and spectral learning (Parikh, Song & Xing (ICML 2011) Fig. 2), with peers on the
+same data.
 
-1. Four topologies of papers/003 Fig. 2 (broad4, broad9, deep4, deep5 of ltm_sklearn.datasets),
+1. Four topologies of Parikh, Song & Xing (ICML 2011) Fig. 2 (broad4, broad9, deep4, deep5 of
+ltm_sklearn.datasets),
    n = 6 observed states, k = 2, N from 200 to 1e5, 3 random models each: median relative
    joint error on 1,000 test rows, held-out log-likelihood gap to the truth and fit time of
    the spectral algorithm (its raw observable representation), SpectralLatentTree with
@@ -82,7 +84,7 @@ class _Raw:
 
 
 def fit_method(method, tree, X, seed):
-    if method == "spectral":  # papers/003's algorithm itself
+    if method == "spectral":  # Parikh, Song & Xing (ICML 2011)'s algorithm itself
         return _Raw(raw_spectral_fit(X, 2, tree)[2])
     if method == "SpectralLatentTree":  # its normalised model, polished by EM
         return SpectralLatentTree(2, tree=tree, random_state=seed).fit(X)
@@ -254,7 +256,8 @@ def main(quick=False, hmm_sizes=(10_000,)):
     plot_error_and_time(curves, TOPOLOGIES, METHODS, RESULTS / "bench_em.png")
     save(
         "bench_em",
-        f"# bench_em\n\nMachine: {machine()}. papers/003 Fig. 2 setting: n = 6, k = 2, "
+        f"# bench_em\n\nMachine: {machine()}. Parikh, Song & Xing (ICML 2011) Fig. 2 "
+        "setting: n = 6, k = 2, "
         f"{n_models} random models (`LatentTreeModel.random`, noise 0.5) per cell, medians; "
         "every method gets the true latent tree (Chow-Liu learns a fully observed tree).\n\n"
         f"## Error and fit time vs N\n\n{table}\n\n"

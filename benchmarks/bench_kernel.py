@@ -1,14 +1,16 @@
-"""KernelLatentTree and the kernel tree metric (papers/002 section 6).
+"""KernelLatentTree and the kernel tree metric (Song, Parikh & Xing (NIPS 2011) section 6).
 
 Three parts, each writing its own table under benchmarks/results/ (real numeric and mixed
 tables: ``bench_continuous.py``):
 
-* ``fig1``  - papers/002 Fig. 1: average hop error of neighbor joining on the kernel metric
+* ``fig1``  - Song, Parikh & Xing (NIPS 2011) Fig. 1: average hop error of neighbor joining on the
+kernel metric
   (eq. (12), d = 2, 5, 8 singular values, 50 quantile landmarks per column) vs the Gaussian
   and nonparanormal metrics; 64-leaf balanced, skewed (HMM-like chain) and random binary
   trees; the zero-correlation sign-flip process (sigma 0.3); 3 models per cell.
   -> bench_kernel_fig1.md / .png
-* ``fig2``  - papers/002 Fig. 2: held-out-likelihood choice of n_hidden_states (2..8) on a
+* ``fig2``  - Song, Parikh & Xing (NIPS 2011) Fig. 2: held-out-likelihood choice of n_hidden_states
+(2..8) on a
   16-leaf balanced tree with d-state hidden nodes and Gaussian-mixture leaves, d = 2..5,
   100,000 training rows, 500 held-out rows, 20 trials; bump bandwidths chosen per column
   (the default) and half the median bandwidth. -> bench_kernel_fig2.md / .png
@@ -97,7 +99,8 @@ def fig1(quick=False):
     suffix = "_quick" if quick else ""
     save(
         f"bench_kernel_fig1{suffix}",
-        f"# bench_kernel: papers/002 Fig. 1\n\nMachine: {machine()}. {leaves}-leaf trees, "
+        "# bench_kernel: Song, Parikh & Xing (NIPS 2011) Fig. 1\n\n"
+        f"Machine: {machine()}. {leaves}-leaf trees, "
         f"zero-correlation sign-flip process (sigma 0.3), {n_models} models per cell, mean "
         "average hop error of neighbor joining on each metric; seconds to build the kernel "
         f"metric (features + d = 2).\n\n{table}",
@@ -157,7 +160,8 @@ def fig2(quick=False):
     suffix = "_quick" if quick else ""
     save(
         f"bench_kernel_fig2{suffix}",
-        f"# bench_kernel: papers/002 Fig. 2 (model selection)\n\nMachine: {machine()}. "
+        "# bench_kernel: Song, Parikh & Xing (NIPS 2011) Fig. 2 (model selection)\n\n"
+        f"Machine: {machine()}. "
         f"16-leaf balanced tree, hidden nodes with d states (random CPTs), leaves mixtures of "
         f"d Gaussians (spacing 2, sigma 0.5), {n_train:,} training rows, 500 held-out rows, "
         f"{trials} trials; n_hidden_states chosen among 2..8 by held-out log-likelihood.\n\n"

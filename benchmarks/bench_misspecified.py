@@ -1,4 +1,4 @@
-"""Misspecified latent trees (k' < k): papers/000 Fig. 2.
+"""Misspecified latent trees (k' < k): Song, Ishteva, Parikh, Xing & Park (ICML 2013) Fig. 2.
 
 Settings {O, n, k, k'}: {9, 4, 4, 2} on random binary trees, {16, 4, 4, 2} on balanced
 binary trees, {16, 6, 4, 3} on random binary trees and a 20-step non-homogeneous HMM
@@ -8,7 +8,8 @@ true tree and k'. Median over models of the median relative joint error
 |P_hat(x) - P(x)| / P(x), and of the fit time, for
 
 * HierarchicalTensorLTM's raw decomposition (optimal linker M*, eq. (6)),
-* SpectralLatentTree's raw observable representation (papers/003, Theorem 3's linker) -
+* SpectralLatentTree's raw observable representation (Parikh, Song & Xing (ICML 2011), Theorem 3's
+linker) -
   the two algorithms as the paper compares them (fit times and errors of the raw
   decompositions, before their estimates are turned into normalised models),
 * LatentTreeEM with 5 random restarts, stopping when an iteration gains less than 1e-4
@@ -111,7 +112,8 @@ def figure2(sizes, n_models, methods, em_max_n):
 
 
 def summary(curves, methods, threshold=10_000):
-    """Claims of papers/000 as numbers, per setting, at every N >= threshold."""
+    """Claims of Song, Ishteva, Parikh, Xing & Park (ICML 2013) as numbers, per setting, at every N
+    >= threshold."""
     rows = []
     for name in SETTINGS:
         get = {m: {c[0]: c for c in curves[(name, m)]} for m in methods}
@@ -138,7 +140,8 @@ def main(quick=False, no_em=False, em_max_n=10_000):
     plot_error_and_time(curves, SETTINGS, methods, RESULTS / "bench_misspecified.png")
     save(
         "bench_misspecified",
-        f"# bench_misspecified\n\nMachine: {machine()}. papers/000 Fig. 2: true tree and "
+        f"# bench_misspecified\n\nMachine: {machine()}. Song, Ishteva, Parikh, Xing & Park "
+        "(ICML 2013) Fig. 2: true tree and "
         f"k' given to every method, fully random CPTs (noise 1), {n_models} models per "
         "cell, medians over models of the median relative joint error on 1,000 test rows; "
         f"EM (5 restarts, tol 1e-4) up to N = {em_max_n:,}.\n\n"

@@ -1,4 +1,4 @@
-"""Quartet tests and quartet-based tree building (papers/001).
+"""Quartet tests and quartet-based tree building (Ishteva, Park & Song (ICML 2013)).
 
 1. Quartet-test success rate on random 4-leaf models (k = 2, n = 4) vs N and vs the
    strength of the hidden edge (P(G | H) = s I + (1 - s) random rows): Algorithm 1's plain

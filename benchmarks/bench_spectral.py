@@ -1,8 +1,10 @@
-"""Spectral algorithm (papers/003) against ground truth: accuracy, fit and score time.
+"""Spectral algorithm (Parikh, Song & Xing (ICML 2011)) against ground truth: accuracy, fit and
+score time.
 
 For a 16-leaf balanced binary tree and a 20-step non-homogeneous HMM chain (n = 4 observed
 states, k = 2 hidden states) and N = 1e3 .. 1e6 training rows, prints for the raw
-observable representation of papers/003 (the algorithm itself, not normalised) and for
+observable representation of Parikh, Song & Xing (ICML 2011) (the algorithm itself, not normalised)
+and for
 ``SpectralLatentTree`` with its defaults (explicit tables from that estimate, polished by
 EM) the fit time, the median relative joint error |P_hat(x) - P(x)| / P(x) on 2,000 test
 rows and the held-out log-likelihood gap to the true model (nats per row), each the median
@@ -129,7 +131,8 @@ def run(quick=False):
     text = (
         f"# bench_spectral\n\nMachine: {machine()}. Models: n = 4 observed states, k = k' = 2, "
         f"true tree given, median over {n_models} random models (noise = 0.5). 'raw': the "
-        "observable representation of papers/003 (not normalised; a non-positive estimate "
+        "observable representation of Parikh, Song & Xing (ICML 2011) (not normalised; a "
+        "non-positive estimate "
         "counts as probability 1e-300); 'default': SpectralLatentTree().\n\n"
         f"{table}\n\n## 64 leaves\n\n{big}"
     )

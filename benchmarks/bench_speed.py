@@ -15,7 +15,7 @@ Rows (each a default fit with ``n_hidden_states="auto"`` unless said otherwise):
 Rows set against what a user runs instead (``--vs``), each on one 70/30 split:
 
 * ``spectral-1e5``: ``SpectralLatentTree(2, tree=...)`` on 100,000 rows of a 16-leaf
-  ground truth (k = 2, 4 categories) against the raw spectral fit (papers/003's
+  ground truth (k = 2, 4 categories) against the raw spectral fit (Parikh, Song & Xing (ICML 2011)'s
   observable representation alone), with the gap to the truth's test log-likelihood;
 * ``gauss-<table>``: ``GaussianLatentTree()`` on a numeric table (standardised columns)
   against the ``GaussianMixture`` BIC grid (1-5 components, full covariances);

@@ -3,7 +3,8 @@ A density of continuous columns
 ===============================
 
 ``KernelLatentTree`` learns the tree of continuous columns from kernel features
-(papers/002) and fits an explicit density: each column a mixture of Gaussian bumps given
+(Song, Parikh & Xing (NIPS 2011)) and fits an explicit density: each column a mixture of Gaussian
+bumps given
 its parent, bandwidths chosen by held-out likelihood. The data come from a latent tree
 with two-state hidden nodes and Gaussian-mixture leaves, so every column is bimodal. The
 contours are the fitted density of two columns with the other two summed out (their

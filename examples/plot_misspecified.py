@@ -3,8 +3,10 @@ Fewer hidden states than the truth: hierarchical vs spectral
 ============================================================
 
 The data come from a latent tree whose hidden nodes have four states; the models have
-two (``k' < k``). The hierarchical decomposition of papers/000 fits every edge with the
-best rank-``k'`` linker, the spectral algorithm of papers/003 truncates an SVD. The left
+two (``k' < k``). The hierarchical decomposition of Song, Ishteva, Parikh, Xing & Park (ICML 2013)
+fits every edge with the
+best rank-``k'`` linker, the spectral algorithm of Parikh, Song & Xing (ICML 2011) truncates an SVD.
+The left
 panel compares their raw estimates (median relative error of the joint probability of
 test rows), the right panel the held-out log-likelihood gap to the truth of the
 normalised models that both estimators return (EM-polished).

@@ -7,7 +7,8 @@ The German credit table (bundled, from the UCI repository) mixes 7 numeric colum
 purpose, ...); the class (1 good, 2 bad credit risk) is kept apart.
 ``KernelLatentTree`` reads the column types from the pandas dtypes (or
 ``categorical_features=``): numeric columns get bump-mixture leaves, categorical ones
-indicator leaves (papers/002 section 4: with indicator features the kernel algorithm is
+indicator leaves (Song, Parikh & Xing (NIPS 2011) section 4: with indicator features the kernel
+algorithm is
 the discrete one), all in one tree. ``score_samples`` is the log of density x
 probability, and one model answers questions about either kind of column, with the
 others missing.

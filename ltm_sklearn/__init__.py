@@ -1,4 +1,18 @@
-"""ltm_sklearn: scikit-learn compatible estimators for latent tree graphical models."""
+"""ltm_sklearn: scikit-learn compatible estimators for latent tree graphical models.
+
+The docstrings cite their sources by authors, venue and year; in full:
+
+* A. P. Parikh, L. Song and E. P. Xing, "A Spectral Algorithm for Latent Tree Graphical
+  Models", ICML 2011.
+* L. Song, M. Ishteva, A. Parikh, E. Xing and H. Park, "Hierarchical Tensor Decomposition
+  of Latent Tree Graphical Models", ICML 2013.
+* L. Song, A. P. Parikh and E. P. Xing, "Kernel Embeddings of Latent Tree Graphical
+  Models", NIPS 2011.
+* M. Ishteva, H. Park and L. Song, "Unfolding Latent Tree Structures using 4th Order
+  Tensors", ICML 2013.
+* A. Anandkumar, R. Ge, D. Hsu, S. M. Kakade and M. Telgarsky, "Tensor Decompositions for
+  Learning Latent Variable Models", JMLR 15, 2014.
+"""
 
 from ._engine.tree import LatentTree
 from ._estimators.classifier import LatentTreeClassifier

@@ -63,7 +63,8 @@ def _leaf_hops(tree):
 
 
 def hop_error(true_tree, estimated_tree, average=False):
-    """Hop error of papers/002 section 6: ``sum_{i<j} |hops*(i,j) - hops(i,j)| / hops*(i,j)``
+    """Hop error of Song, Parikh & Xing (NIPS 2011) section 6: ``sum_{i<j} |hops*(i,j) - hops(i,j)|
+    / hops*(i,j)``
     over pairs of observed variables (``average=True`` divides by the number of pairs)."""
     if true_tree.n_observed != estimated_tree.n_observed:
         raise ValueError("The trees must have the same observed variables.")
@@ -75,5 +76,6 @@ def hop_error(true_tree, estimated_tree, average=False):
 
 def relative_joint_error(log_p_hat, log_p):
     """Per-row relative error ``|P_hat(x) - P(x)| / P(x)`` from log-probabilities
-    (the error measure of papers/000 and papers/003)."""
+    (the error measure of Song, Ishteva, Parikh, Xing & Park (ICML 2013) and Parikh, Song & Xing
+    (ICML 2011))."""
     return np.abs(np.expm1(np.asarray(log_p_hat, dtype=float) - np.asarray(log_p, dtype=float)))

@@ -1,4 +1,5 @@
-"""Tensor algebra, whitening and the robust tensor power method of papers/004 (public
+"""Tensor algebra, whitening and the robust tensor power method of Anandkumar et al. (JMLR 2014)
+(public
 path of :mod:`ltm_sklearn._algorithms.tensor`)."""
 
 from ._algorithms.tensor import (

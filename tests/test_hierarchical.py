@@ -1,4 +1,5 @@
-"""HierarchicalTensorLTM (papers/000): the optimal linker, Theorem 3/4, ground truth."""
+"""HierarchicalTensorLTM (Song, Ishteva, Parikh, Xing & Park (ICML 2013)): the optimal linker,
+Theorem 3/4, ground truth."""
 
 import numpy as np
 import pytest

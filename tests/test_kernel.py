@@ -1,4 +1,5 @@
-"""Kernel embeddings for continuous data (papers/002): feature maps, covariance operators,
+"""Kernel embeddings for continuous data (Song, Parikh & Xing (NIPS 2011)): feature maps, covariance
+operators,
 the kernel tree metric and KernelLatentTree against exact continuous ground truth."""
 
 import numpy as np
@@ -118,7 +119,8 @@ def test_rbf_features_are_centred_and_reject_bad_input():
 
 # ---------------------------------------------------------------------- structure
 def test_kernel_metric_recovers_uncorrelated_tree_where_gaussian_fails():
-    """papers/002's process (zero correlations): 16-leaf balanced tree, N = 2,000."""
+    """Song, Parikh & Xing (NIPS 2011)'s process (zero correlations): 16-leaf balanced tree, N =
+    2,000."""
     tree = balanced_binary_tree(16)
     exact = {"kernel": 0, "gaussian": 0, "nonparanormal": 0}
     for seed in range(5):
@@ -137,7 +139,7 @@ def test_kernel_metric_recovers_uncorrelated_tree_where_gaussian_fails():
 @pytest.mark.slow
 def test_defaults_recover_the_sign_flip_tree():
     """The default metric rank (n_hidden_states - 1 for centred operators) and the
-    minimum-evolution search recover papers/002's 16-leaf tree at N = 2,000."""
+    minimum-evolution search recover Song, Parikh & Xing (NIPS 2011)'s 16-leaf tree at N = 2,000."""
     tree = balanced_binary_tree(16)
     exact = 0
     for seed in range(5):
@@ -159,7 +161,8 @@ def test_estimator_structure_options():
 # ---------------------------------------------------------------------- density
 @pytest.mark.parametrize("tree", [balanced_binary_tree(8), random_binary_tree(9, random_state=1)])
 def test_one_hot_limit_equals_the_discrete_spectral_algorithm(tree):
-    """papers/002: with one-hot features the kernel algorithm is the discrete one. Binary
+    """Song, Parikh & Xing (NIPS 2011): with one-hot features the kernel algorithm is the discrete
+    one. Binary
     columns and a bandwidth of 0.05 make the features c * one-hot, so the log-density at
     a configuration is log P_spectral(x) - sum_j log(2 pi h_j^2) / 2."""
     model = LatentTreeModel.random(tree, 2, 2, random_state=0)
@@ -254,7 +257,8 @@ def test_raw_estimate_converges_to_the_smoothed_truth_and_the_model_to_the_truth
 @pytest.mark.slow
 @pytest.mark.parametrize("d", [2, 3])
 def test_grid_search_picks_the_number_of_hidden_states(d):
-    """papers/002 section 6 model selection: discrete hidden nodes with d states,
+    """Song, Parikh & Xing (NIPS 2011) section 6 model selection: discrete hidden nodes with d
+    states,
     Gaussian-mixture leaves; held-out likelihood over n_hidden_states = 1..6."""
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), d, random_state=0)
     X = truth.sample(4000, random_state=10)

@@ -189,7 +189,8 @@ def test_conditional_queries_are_consistent_with_the_density():
 
 
 def test_indicator_leaves_make_the_kernel_model_the_discrete_one():
-    """All columns categorical: the same explicit model family as LatentTreeEM (papers/002
+    """All columns categorical: the same explicit model family as LatentTreeEM (Song, Parikh & Xing
+    (NIPS 2011)
     section 4), so on the true tree both reach the same held-out likelihood."""
     tree = balanced_binary_tree(8)
     truth = LatentTreeModel.random(tree, 2, 3, noise=0.4, random_state=0)

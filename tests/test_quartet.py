@@ -1,4 +1,4 @@
-"""Quartet tests and quartet-based tree building (papers/001)."""
+"""Quartet tests and quartet-based tree building (Ishteva, Park & Song (ICML 2013))."""
 
 import itertools
 

@@ -1,4 +1,4 @@
-"""Ground-truth tests of SpectralLatentTree (papers/003)."""
+"""Ground-truth tests of SpectralLatentTree (Parikh, Song & Xing (ICML 2011))."""
 
 import numpy as np
 import pytest

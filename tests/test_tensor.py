@@ -1,4 +1,5 @@
-"""Tensor power method, three-view decomposition, tensor-initialised EM (papers/004)."""
+"""Tensor power method, three-view decomposition, tensor-initialised EM (Anandkumar et al. (JMLR
+2014))."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,7 @@
 """Expectation-maximisation for latent tree models with explicit CPTs.
 
-The baseline of papers/003 section 8 and papers/000 section 7, and the polishing step of
+The baseline of Parikh, Song & Xing (ICML 2011) section 8 and Song, Ishteva, Parikh, Xing & Park
+(ICML 2013) section 7, and the polishing step of
 every moment-based estimator: maximum a posteriori estimation by EM on a fixed tree. One
 E-step is an upward and a downward pass (:func:`~ltm_sklearn._engine.inference.expected_counts`)
 giving, for every edge ``(p, u)``, the posterior of ``(x_p, x_u)`` given each row; the

@@ -5,7 +5,8 @@ in its parent ``u``::
 
     x_v = a_v x_u + b_v + e_v,    e_v ~ N(0, s_v),    x_root ~ N(b_root, s_root),
 
-the Gaussian graphical model on a tree of Choi et al. (2011), section 2.2 (papers/003):
+the Gaussian graphical model on a tree of Choi et al. (2011), section 2.2 (Parikh, Song & Xing (ICML
+2011)):
 the correlation of two nodes is the product of the edge correlations along their path, so
 ``-log |corr|`` is a tree metric (:func:`~ltm_sklearn.structure.gaussian_distance`). A
 *mixture* puts one discrete hidden variable above ``K`` such trees (one structure, their

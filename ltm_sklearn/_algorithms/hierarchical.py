@@ -1,4 +1,5 @@
-"""Hierarchical low-rank tensor decomposition of latent tree models (papers/000).
+"""Hierarchical low-rank tensor decomposition of latent tree models (Song, Ishteva, Parikh, Xing &
+Park (ICML 2013)).
 
 Song, Ishteva, Parikh, Xing & Park (ICML 2013) view the joint table ``P`` of the observed
 variables as a tensor and the latent tree as a hierarchy of low-rank unfoldings: cutting
@@ -6,14 +7,15 @@ the edge above a subtree splits the observed variables into ``S1`` (inside) and 
 (outside), and the unfolding ``P_{S1;S2}`` has rank at most ``k`` (Theorem 1). Algorithm 1
 decomposes every such unfolding as
 
-    P_{S1;S2} ~ (P B) M (A^T P),                                       (papers/000 eq. (2))
+    P_{S1;S2} ~ (P B) M (A^T P),                                       (Song, Ishteva, Parikh, Xing
+    & Park (ICML 2013) eq. (2))
 
 where ``B`` marginalises the outside down to one *linker* variable ``X_ref`` and ``A`` the
 inside down to ``X_rep``, so ``P B = P[x_S1, X_ref]`` and ``A^T P = P[X_rep, x_S2]``.
 
 * Correctly specified (``k' = k``), Theorem 3: ``M = (A^T P B)^-1`` after projecting on the
   top singular vectors of the pair ``P[X_rep, X_ref]`` (section 4.1). This is exactly the
-  spectral algorithm of papers/003 (eq. (4)),
+  spectral algorithm of Parikh, Song & Xing (ICML 2011) (eq. (4)),
   :func:`~ltm_sklearn._algorithms.spectral.inverse_linker`.
 * Misspecified (``k' < k``): the rank-``k'`` linker of eq. (5)-(6),
 
@@ -65,7 +67,8 @@ LINKERS = ("optimal", "inverse")
 
 
 def rank_constrained_linker(P, PB, AP, k):
-    """Dense reference of papers/000 eq. (6): the rank-``k`` minimiser of
+    """Dense reference of Song, Ishteva, Parikh, Xing & Park (ICML 2013) eq. (6): the rank-``k``
+    minimiser of
     ``||P - PB M AP||_F``.
 
     Parameters
@@ -103,7 +106,8 @@ def _inverse_root(G):
 
 
 def optimal_linker(gram_b, gram_a, cross, k):
-    """Rank-``k`` linker ``M* = head @ tail.T`` of papers/000 eq. (6) via section 5.2.
+    """Rank-``k`` linker ``M* = head @ tail.T`` of Song, Ishteva, Parikh, Xing & Park (ICML 2013)
+    eq. (6) via section 5.2.
 
     Parameters
     ----------
@@ -130,7 +134,8 @@ def optimal_linker(gram_b, gram_a, cross, k):
 
 
 class UnfoldingMoments:
-    """Sparse edge unfoldings of empirical joint tables (papers/000 section 5.2).
+    """Sparse edge unfoldings of empirical joint tables (Song, Ishteva, Parikh, Xing & Park (ICML
+    2013) section 5.2).
 
     A configuration of a set of columns is identified by a 64-bit random linear hash of
     its codes (collision probability about ``N^2 / 2^64``). The table of an edge is over
@@ -232,7 +237,8 @@ def local_splits(tree, nodes, moments, k):
 
 
 def fit_hierarchical(tree, moments, n_hidden_states, unseen_proba, linker="optimal"):
-    """Hierarchical rank-``k'`` decomposition of papers/000 Algorithm 1.
+    """Hierarchical rank-``k'`` decomposition of Song, Ishteva, Parikh, Xing & Park (ICML 2013)
+    Algorithm 1.
 
     Parameters
     ----------

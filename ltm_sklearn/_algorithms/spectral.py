@@ -1,19 +1,23 @@
-"""Spectral learning of latent tree models (papers/003, Parikh, Song & Xing 2011).
+"""Spectral learning of latent tree models (Parikh, Song & Xing (ICML 2011), Parikh, Song & Xing
+2011).
 
 Observable representation
 -------------------------
 Root the tree at a hidden node. For every non-root node ``i`` with parent ``p`` pick a
 *representative* observed leaf ``rep(i)`` inside the subtree ``T_i`` and a *reference*
 observed leaf ``ref(i)`` outside it, and take the thin SVD of their pair marginal
-``P[X_rep(i), X_ref(i)] = U_i diag(s_i) V_i^T`` (top ``k'`` singular triplets; papers/003
+``P[X_rep(i), X_ref(i)] = U_i diag(s_i) V_i^T`` (top ``k'`` singular triplets; Parikh, Song & Xing
+(ICML 2011)
 Algorithm 1 step 3). The transformed message of ``T_i`` is
 
     n_i(x_{T_i}) = diag(s_i)^-1 V_i^T P[X_ref(i), x_{T_i}]   (a k'-vector).
 
-Writing ``m_i = P[x_{T_i} | X_p]`` (the true message, papers/003 eq. (9)) this is
+Writing ``m_i = P[x_{T_i} | X_p]`` (the true message, Parikh, Song & Xing (ICML 2011) eq. (9)) this
+is
 ``n_i = F_i m_i`` with ``F_i = diag(s_i)^-1 V_i^T O_{ref(i)|p} diag(P[X_p])`` invertible, and
 ``F_i^-1 = (U_i^T O_{rep(i)|p})^T`` because ``U_i^T P[X_rep, X_ref] V_i = diag(s_i)``: the
-sandwich ``R L^-1 = I`` of papers/003 section 5.1, realised with the same singular vectors
+sandwich ``R L^-1 = I`` of Parikh, Song & Xing (ICML 2011) section 5.1, realised with the same
+singular vectors
 ``U`` that eq. (18)-(21) use. From this:
 
 * leaf ``i``: ``n_i(x_i) = U_i[x_i, :]`` (a row of the left singular vectors);
@@ -26,9 +30,11 @@ sandwich ``R L^-1 = I`` of papers/003 section 5.1, realised with the same singul
 
 Hidden nodes with more children than these moments allow are binarised with *virtual*
 copies of the node (same hidden state), which plays the role of the cyclic sibling order
-and "adopted" children of papers/003 section 5.2 and keeps every moment at order <= 3.
+and "adopted" children of Parikh, Song & Xing (ICML 2011) section 5.2 and keeps every moment at
+order <= 3.
 Representative and reference leaves are chosen among the nearest leaves to maximise the
-``k'``-th singular value of their pair marginal (papers/003 section 5.3, Theorem 1).
+``k'``-th singular value of their pair marginal (Parikh, Song & Xing (ICML 2011) section 5.3,
+Theorem 1).
 """
 
 from __future__ import annotations
@@ -110,7 +116,8 @@ def computation_tree(tree):
 
 
 def _choose_rep_ref(tree, nodes, moments, k):
-    """Pick ``rep``/``ref`` of every non-root computation node (papers/003 section 5.3).
+    """Pick ``rep``/``ref`` of every non-root computation node (Parikh, Song & Xing (ICML 2011)
+    section 5.3).
 
     ``ref`` may be any observed leaf outside the subtree. Pair tables are counted in one
     batch (one pass over the rows).
@@ -141,7 +148,7 @@ def nearest_candidates(near, inside, outside):
 
 def best_linker_pair(moments, candidates, k):
     """The candidate ``(rep, ref)`` whose pair marginal has the largest ``k``-th singular
-    value (papers/003 Theorem 1: the error bound grows with its inverse)."""
+    value (Parikh, Song & Xing (ICML 2011) Theorem 1: the error bound grows with its inverse)."""
     best, best_s = candidates[0], -np.inf
     for a, b in candidates:
         s = np.linalg.svd(moments.pair(a, b), compute_uv=False)
@@ -160,7 +167,8 @@ def _edge_svd(P, k):
 
 
 def inverse_linker(pair, k):
-    """Linker of the correctly specified decomposition (papers/000 Theorem 3, eq. (4)).
+    """Linker of the correctly specified decomposition (Song, Ishteva, Parikh, Xing & Park (ICML
+    2013) Theorem 3, eq. (4)).
 
     The unfolding at the edge above a subtree is ``P_{S1;S2} = PB M A^T P`` with
     ``PB = P[x_S1, X_ref] V``, ``A^T P = U^T P[X_rep, x_S2]`` and
@@ -185,7 +193,7 @@ def inverse_linker(pair, k):
 
 
 def fit_spectral(tree, moments, n_hidden_states, unseen_proba, linker=None, select=None):
-    """Estimate the observable representation of papers/003 Algorithm 1.
+    """Estimate the observable representation of Parikh, Song & Xing (ICML 2011) Algorithm 1.
 
     Parameters
     ----------
@@ -198,11 +206,13 @@ def fit_spectral(tree, moments, n_hidden_states, unseen_proba, linker=None, sele
         Likelihood given to a category never seen in training.
     linker : callable, default=None
         ``linker(nid, node, pair, k) -> (head, tail)`` for every edge (see
-        :func:`inverse_linker`, the default, which is papers/003). The hierarchical
-        decomposition of papers/000 passes its rank-``k`` optimal linker here.
+        :func:`inverse_linker`, the default, which is Parikh, Song & Xing (ICML 2011)). The
+        hierarchical
+        decomposition of Song, Ishteva, Parikh, Xing & Park (ICML 2013) passes its rank-``k``
+        optimal linker here.
     select : callable, default=None
         ``select(tree, nodes, moments, k)`` sets ``rep``/``ref`` of the computation nodes
-        (default: papers/003's choice, any outside leaf as ``ref``).
+        (default: Parikh, Song & Xing (ICML 2011)'s choice, any outside leaf as ``ref``).
 
     Returns
     -------
@@ -252,7 +262,7 @@ def fit_spectral(tree, moments, n_hidden_states, unseen_proba, linker=None, sele
 
 
 def spectral_log_abs(params, codes):
-    """Sign and ``log |P_hat(x)|`` of every row (papers/003 eqs. (33)-(34)).
+    """Sign and ``log |P_hat(x)|`` of every row (Parikh, Song & Xing (ICML 2011) eqs. (33)-(34)).
 
     ``codes`` has shape ``(n_features, N)``, or is an object with a ``shape`` and a method
     ``leaf_messages(j, table) -> (r, N)`` that evaluates the leaf tables on other feature
@@ -477,7 +487,8 @@ class RepresentationMoments:
 
     The interface of :class:`~ltm_sklearn.moments.MomentEstimator` (``n_states``,
     ``singletons``, ``pair``, ``pairs``, ``projected``) on the joint that the
-    representation estimates (papers/003 eq. (34) with every other column marginalised),
+    representation estimates (Parikh, Song & Xing (ICML 2011) eq. (34) with every other column
+    marginalised),
     so the explicit-parameter recovery of :func:`~ltm_sklearn.tensor.tensor_cpts` reads
     an estimator's own estimate instead of the empirical moments. Values can be negative
     (the raw estimate is not constrained to the simplex). A pair table is ``n_i n_j``

@@ -1,8 +1,8 @@
-"""Tensor algebra, whitening and the robust tensor power method (papers/004).
+"""Tensor algebra, whitening and the robust tensor power method (Anandkumar et al. (JMLR 2014)).
 
 Functions first:
 
-* :func:`whiten` - ``W`` with ``W^T M2 W = I_k`` (papers/004 Theorem 2.4);
+* :func:`whiten` - ``W`` with ``W^T M2 W = I_k`` (Anandkumar et al. (JMLR 2014) Theorem 2.4);
 * :func:`tensor_power_method` - eigenpairs of a symmetric orthogonally decomposable
   tensor by power iterations ``theta <- T(I, theta, theta) / ||.||`` (eq. (6)) with random
   restarts and deflation (section 2.3);
@@ -66,7 +66,8 @@ def _apply(T, theta):
 def tensor_power_method(
     T, n_components=None, *, n_restarts=10, n_iter=100, tol=1e-12, random_state=None
 ):
-    """Robust tensor power method with restarts and deflation (papers/004 section 2.3).
+    """Robust tensor power method with restarts and deflation (Anandkumar et al. (JMLR 2014) section
+    2.3).
 
     For each component: ``n_restarts`` random unit starts, each iterated
     ``theta <- T(I, theta, theta) / ||T(I, theta, theta)||`` (eq. (6)) up to ``n_iter``
@@ -149,7 +150,7 @@ def three_view_decomposition(P12, P13, P23, triple, n_components, random_state=N
 
     ``x_1, x_2, x_3`` (one-hot) are independent given a hidden ``h`` with ``k`` states.
     With ``A_1 = P_32 P_12^+`` and ``A_2 = P_31 P_21^+`` the symmetrised views
-    ``A_1 x_1``, ``A_2 x_2`` (papers/004 Theorem 2.3) give
+    ``A_1 x_1``, ``A_2 x_2`` (Anandkumar et al. (JMLR 2014) Theorem 2.3) give
     ``M_2 = sum_h w_h c_h c_h^T`` and ``M_3 = sum_h w_h c_h^{x3}`` with
     ``c_h = E[x_3 | h]``; whitening (Theorem 2.4) makes ``M_3(W, W, W)`` orthogonally
     decomposable with eigenvalues ``1 / sqrt(w_h)`` and eigenvectors ``sqrt(w_h) W^T c_h``.
@@ -272,7 +273,8 @@ def _split(M, view, n_states):
 
 
 def _decompose(plan, pairs, moments, k, rng):
-    """Three-view decomposition (papers/004) at one node with as many components as the
+    """Three-view decomposition (Anandkumar et al. (JMLR 2014)) at one node with as many components
+    as the
     views support (at most ``k``): sets ``plan.weights`` and the views' conditionals."""
     v1, v2, v3 = plan.views
     P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
@@ -330,7 +332,8 @@ def _pair(pairs, i, j):
 
 
 def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4, view_size=3):
-    """Explicit CPTs on ``tree`` from three-view tensor decompositions (papers/004).
+    """Explicit CPTs on ``tree`` from three-view tensor decompositions (Anandkumar et al. (JMLR
+    2014)).
 
     For every hidden node ``h`` with at least three neighbours, groups of observed
     variables in three different neighbour directions (the ``view_size`` nearest in each)

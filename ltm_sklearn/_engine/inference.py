@@ -1,6 +1,7 @@
 """Message passing with explicit conditional probability tables (CPTs).
 
-One upward pass (papers/003 eq. (9): ``m_u(x_parent) = sum_x P(x | x_parent) beta_u(x)``)
+One upward pass (Parikh, Song & Xing (ICML 2011) eq. (9): ``m_u(x_parent) = sum_x P(x | x_parent)
+beta_u(x)``)
 and one downward pass serve exact scoring, EM's expected counts and hidden posteriors for
 every estimator. Messages are held feature-major, ``(n_states, n_rows)``, and the rows are
 processed in blocks sized to the cache, in parallel threads (:func:`~.threads.block_threads`).

@@ -53,7 +53,8 @@ def _fill_gaps(landmarks, width, budget):
 
 
 class RBFFeatureMap:
-    """Per-column Nystroem features of the normalised Gaussian kernel (papers/002 section 3).
+    """Per-column Nystroem features of the normalised Gaussian kernel (Song, Parikh & Xing (NIPS
+    2011) section 3).
 
     Column ``j`` gets the kernel ``k_j(x, y) = N(x; y, h_j^2)`` - the Gaussian RBF kernel
     scaled to a probability density in ``x``, so that a product of these kernels is a
@@ -76,7 +77,7 @@ class RBFFeatureMap:
     A categorical column (``n_categories[j] > 0``, values the codes ``0..n_j-1``) gets the
     indicator features ``phi_j(x) = e_x`` (the delta kernel; the "integral" is the sum over
     the categories, a vector of ones): with indicator features the kernel algorithm is the
-    discrete one (papers/002 section 4), so one map serves mixed tables.
+    discrete one (Song, Parikh & Xing (NIPS 2011) section 4), so one map serves mixed tables.
 
     Parameters
     ----------
@@ -185,11 +186,13 @@ class RBFFeatureMap:
 
 
 class KernelMoments:
-    """Moments of kernel feature maps: the covariance operators of papers/002 section 4.1.
+    """Moments of kernel feature maps: the covariance operators of Song, Parikh & Xing (NIPS 2011)
+    section 4.1.
 
     The continuous counterpart of :class:`MomentEstimator`, with the same interface
     (``n_states`` are the feature dimensions): ``pair(i, j)`` is the uncentred
-    cross-covariance operator ``C_ij = E[phi_i(X_i) phi_j(X_j)^T]`` (papers/002 eq. (5)),
+    cross-covariance operator ``C_ij = E[phi_i(X_i) phi_j(X_j)^T]`` (Song, Parikh & Xing (NIPS 2011)
+    eq. (5)),
     ``projected`` gives ``E[prod_m B_m phi_{v_m}(X_{v_m})]``, ``integral(j)`` the feature
     that marginalises column ``j``, and :meth:`covariance` the centred operators of every
     pair at once (for the tree metric of eq. (12)). With one-hot features these are the

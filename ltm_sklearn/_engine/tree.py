@@ -31,7 +31,8 @@ class LatentTree:
     root : int, default=None
         Node at which the tree is rooted. ``None`` picks a hidden node of minimal
         eccentricity (the tree centre), which keeps chains of hidden nodes between a node
-        and its representative leaves short (papers/003, Theorem 1: sample complexity grows
+        and its representative leaves short (Parikh, Song & Xing (ICML 2011), Theorem 1: sample
+        complexity grows
         exponentially in the length of hidden chains).
     feature_names : sequence of str, default=None
         Names of the observed variables, used by :meth:`to_newick` and drawing.

@@ -655,7 +655,8 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
     def _second_start(self, tree, moments, rng):
         """A second explicit start polished beside the estimator's own, the better
         training objective kept: the three-view tensor decomposition of the empirical
-        moments (papers/004, :func:`~ltm_sklearn.tensor.tensor_cpts`), for trees with
+        moments (Anandkumar et al. (JMLR 2014), :func:`~ltm_sklearn.tensor.tensor_cpts`), for trees
+        with
         hidden nodes and ``k'`` within what the moments identify. EM stops on a plateau
         of slow progress (``tol``), and two starts land on it at different heights: on
         8-leaf ground truths (k = 3, 5 categories, 30,000 rows) the spectral start alone

@@ -34,7 +34,7 @@ class LatentTreeEM(BaseLatentTree):
     init : {"random", "tensor"}, default="tensor"
         Starting point of the first restart: flat-Dirichlet CPTs, or the tensor
         decomposition of the empirical moments (:func:`ltm_sklearn.tensor.tensor_cpts`,
-        papers/004). Later restarts start at random.
+        Anandkumar et al. (JMLR 2014)). Later restarts start at random.
     n_init : int, default=1
         Restarts; the one with the highest final objective is kept.
     categories : "auto" or list, default="auto"

@@ -75,7 +75,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     mixture of such trees under a discrete root.
 
     Every node is linear-Gaussian in its parent, ``x_v = a_v x_u + b_v + e_v`` (Choi et
-    al. 2011, section 2.2; papers/003), so the model follows linear dependence between
+    al. 2011, section 2.2; Parikh, Song & Xing (ICML 2011)), so the model follows linear dependence
+    between
     columns exactly, with ``O(d)`` parameters instead of a full covariance's ``O(d^2)``.
     With ``n_components > 1`` a discrete root switches between linear-Gaussian regimes
     (one structure, their own coefficients): clusters and linear dependence together.

@@ -1,4 +1,5 @@
-"""HierarchicalTensorLTM: the hierarchical tensor decomposition of papers/000 as an estimator."""
+"""HierarchicalTensorLTM: the hierarchical tensor decomposition of Song, Ishteva, Parikh, Xing &
+Park (ICML 2013) as an estimator."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ __all__ = ["HierarchicalTensorLTM"]
 
 
 class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
-    """Latent tree model by hierarchical low-rank tensor decomposition (papers/000).
+    """Latent tree model by hierarchical low-rank tensor decomposition (Song, Ishteva, Parikh, Xing
+    & Park (ICML 2013)).
 
     The joint table of the observed variables is decomposed recursively along the edges
     of the tree (Algorithm 1). With the ``"optimal"`` linker every edge uses the rank-``k'``
@@ -21,12 +23,14 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     sparse empirical unfolding through small QR-type factorisations (section 5.2); when the
     true number of hidden states exceeds ``n_hidden_states`` this is more accurate than
     the spectral algorithm. With the ``"inverse"`` linker (Theorem 3) it is a spectral
-    algorithm of papers/003's family; with ``k' = k`` both linkers reproduce the joint
+    algorithm of Parikh, Song & Xing (ICML 2011)'s family; with ``k' = k`` both linkers reproduce
+    the joint
     table exactly from exact moments, as :class:`SpectralLatentTree` does.
 
     As in :class:`SpectralLatentTree`, the decomposition is the raw estimate
     (``raw_estimate_``, :meth:`raw_log_abs`); a three-view tensor decomposition of its
-    marginals at every hidden node (papers/004) gives explicit tables on the simplex,
+    marginals at every hidden node (Anandkumar et al. (JMLR 2014)) gives explicit tables on the
+    simplex,
     which EM polishes, and ``score_samples`` is the exact log-likelihood of that
     normalised model.
 
@@ -77,7 +81,8 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     References
     ----------
     L. Song, M. Ishteva, A. Parikh, E. Xing, H. Park. Hierarchical Tensor Decomposition of
-    Latent Tree Graphical Models. ICML 2013 (papers/000), Algorithm 1, Theorem 3,
+    Latent Tree Graphical Models. ICML 2013 (Song, Ishteva, Parikh, Xing & Park (ICML 2013)),
+    Algorithm 1, Theorem 3,
     eqs. (5)-(6) and section 5.2.
 
     Examples

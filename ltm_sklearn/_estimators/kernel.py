@@ -1,8 +1,9 @@
-"""Kernel embeddings of latent tree models for continuous data (papers/002).
+"""Kernel embeddings of latent tree models for continuous data (Song, Parikh & Xing (NIPS 2011)).
 
 Song, Parikh & Xing (NIPS 2011) embed the distribution of continuous variables in a
 reproducing kernel Hilbert space: with a product of smoothing kernels the embedding of
-the data is the kernel density estimate (papers/002 eqs. (3)-(4)), and a latent tree
+the data is the kernel density estimate (Song, Parikh & Xing (NIPS 2011) eqs. (3)-(4)), and a latent
+tree
 factorises it into low-order operators recovered by a spectral algorithm (section 4.3)
 and combined by message passing (section 4.2, eqs. (7)-(8)).
 
@@ -11,8 +12,9 @@ Here every column ``j`` gets the finite-dimensional feature map of
 kernel ``N(x; y, h_j^2)``, median-distance bandwidth). The covariance operators are the
 moments of these features (:class:`~ltm_sklearn.moments.KernelMoments`) and the spectral
 algorithm is the one of :func:`~ltm_sklearn._algorithms.spectral.fit_spectral` run on them:
-papers/002 notes that with one-hot features the kernel algorithm *is* the discrete one,
-and conversely the observable representation of papers/003 - edge SVDs of
+Song, Parikh & Xing (NIPS 2011) notes that with one-hot features the kernel algorithm *is* the
+discrete one,
+and conversely the observable representation of Parikh, Song & Xing (ICML 2011) - edge SVDs of
 cross-covariance operators ``C_{rep,ref}`` and projected third-order operators - gives
 the transformed operators of section 4.3 (eqs. (9)-(10)), the invertible transforms
 ``T = (U^T C_{s|pi})^-1`` built from the top ``d`` singular vectors ``U`` cancelling along
@@ -144,11 +146,13 @@ class KernelEvaluation:
 
 
 class KernelLatentTree(BaseLatentTree):
-    """Latent tree density of continuous data by kernel embeddings (papers/002).
+    """Latent tree density of continuous data by kernel embeddings (Song, Parikh & Xing (NIPS
+    2011)).
 
     Each column is mapped to Nystroem features of a normalised Gaussian kernel with the
     median-distance bandwidth; the tree is learned by the minimum-evolution search on the
-    kernel tree metric (papers/002 eq. (12)) and the spectral algorithm of its section 4.3
+    kernel tree metric (Song, Parikh & Xing (NIPS 2011) eq. (12)) and the spectral algorithm of its
+    section 4.3
     runs on the covariance operators of these features. The density is an explicit
     normalised model on that tree: every column a mixture of Gaussian bumps given its
     parent, polished by EM (see the module docstring and the Notes). For classification
@@ -169,7 +173,8 @@ class KernelLatentTree(BaseLatentTree):
         training rows (``structure_scores_``; as in :class:`SpectralLatentTree`) - the
         choice for the best density (it often picks the Chow-Liu tree of the columns'
         bump indices: no hidden node, a richer dependence per edge), while the default
-        ``"me"`` learns the latent structure (it recovers papers/002's sign-flip trees,
+        ``"me"`` learns the latent structure (it recovers Song, Parikh & Xing (NIPS 2011)'s
+        sign-flip trees,
         where ``"auto"`` prefers Chow-Liu by 0.02-0.2 nats per row).
         ``"me"``, ``"nj"``, ``"rg"``, ``"clrg"`` and ``"clnj"`` reconstruct the tree from
         the kernel metric of eq. (12) (weighted, NaN-aware) with
@@ -183,7 +188,8 @@ class KernelLatentTree(BaseLatentTree):
         mutual information (bias-corrected, so that columns of few and many states
         compete fairly). ``"star"`` joins every column to one hidden node.
         ``"gaussian"`` and ``"nonparanormal"`` run neighbor joining on the Gaussian metric
-        ``-log |corr|`` or its rank-Gaussianised version (the baselines of papers/002
+        ``-log |corr|`` or its rank-Gaussianised version (the baselines of Song, Parikh & Xing (NIPS
+        2011)
         Fig. 1; continuous columns and complete rows only, ignoring ``sample_weight``).
     hidden : {"discrete", "gaussian", "auto"}, default="discrete"
         The form of the hidden variables. ``"discrete"``: the kernel model above (hidden
@@ -203,7 +209,8 @@ class KernelLatentTree(BaseLatentTree):
         overconfident classifier).
     categorical_features : "from_dtype", array-like of int, str or bool, or None, \
             default="from_dtype"
-        Which columns are categorical (indicator leaves: papers/002 section 4, indicator
+        Which columns are categorical (indicator leaves: Song, Parikh & Xing (NIPS 2011) section 4,
+        indicator
         features make the kernel algorithm the discrete one). ``"from_dtype"``: DataFrame
         columns of category, string, object or bool dtype; for arrays, object columns that
         hold a non-number (a string) and bool arrays. Otherwise column indices, names (with
@@ -296,7 +303,8 @@ class KernelLatentTree(BaseLatentTree):
     alpha_ : float
         The pseudo-count used (``alpha``; ``"auto"`` is not offered here).
     raw_estimate_ : SpectralParams
-        The kernel estimate of papers/002 (observable representation), for research
+        The kernel estimate of Song, Parikh & Xing (NIPS 2011) (observable representation), for
+        research
         (:meth:`raw_log_abs`).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -310,12 +318,12 @@ class KernelLatentTree(BaseLatentTree):
     one over all columns and NaN entries are marginalised exactly. The tables start from
     the spectral recovery on the columns discretised to their nearest centres and are
     polished by EM with the bump densities as soft evidence. The raw kernel estimate of
-    papers/002, which can be negative, is kept as ``raw_estimate_``.
+    Song, Parikh & Xing (NIPS 2011), which can be negative, is kept as ``raw_estimate_``.
 
     References
     ----------
     L. Song, A. P. Parikh, E. P. Xing. Kernel Embeddings of Latent Tree Graphical Models.
-    NIPS 2011 (papers/002), sections 4.2-4.3 and eq. (12).
+    NIPS 2011 (Song, Parikh & Xing (NIPS 2011)), sections 4.2-4.3 and eq. (12).
 
     Examples
     --------
@@ -709,7 +717,8 @@ class KernelLatentTree(BaseLatentTree):
     def _fit_parameters(
         self, tree, moments, rng, max_iter=None, second_start=False, early_stopping=None
     ):
-        """The kernel estimate of papers/002 (kept as ``raw_estimate_``), then the explicit
+        """The kernel estimate of Song, Parikh & Xing (NIPS 2011) (kept as ``raw_estimate_``), then
+        the explicit
         model: tables over the bump centres recovered from the moments of the columns
         discretised to their nearest centres (the discrete estimators' explicit recovery),
         polished by EM on the bump densities (soft evidence)."""
@@ -959,7 +968,8 @@ class KernelLatentTree(BaseLatentTree):
         return super().sample(n_samples, random_state)
 
     def raw_log_abs(self, X):
-        """Sign and ``log |p_hat(x)|`` of the raw kernel estimate of papers/002 (sections
+        """Sign and ``log |p_hat(x)|`` of the raw kernel estimate of Song, Parikh & Xing (NIPS 2011)
+        (sections
         4.2-4.3, renormalised to integrate to one), in the units of ``X``.
 
         For research: it can be negative and is *not* what :meth:`score_samples` returns.

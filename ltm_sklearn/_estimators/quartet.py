@@ -1,4 +1,5 @@
-"""QuartetTreeLearner: structure from quartet tests (papers/001), parameters from a
+"""QuartetTreeLearner: structure from quartet tests (Ishteva, Park & Song (ICML 2013)), parameters
+from a
 selectable moment or likelihood method."""
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ PARAMETER_METHODS = ("spectral", "hierarchical", "em")
 class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     """Latent tree whose structure comes from quartet tests on 4th-order moments.
 
-    The tree is built by inserting the columns one at a time (papers/001 Algorithm 2):
+    The tree is built by inserting the columns one at a time (Ishteva, Park & Song (ICML 2013)
+    Algorithm 2):
     each insertion cuts the candidate region of the current tree at its centroid and
     resolves the quartet of the new column with the nearest columns of the three
     branches by comparing the three unfoldings of their 4-way moment (Algorithm 1),
@@ -87,7 +89,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     References
     ----------
     M. Ishteva, H. Park, L. Song. Unfolding latent tree structures using 4th order tensors
-    (papers/001), Algorithms 1 and 2, Lemmas 4-5.
+    (Ishteva, Park & Song (ICML 2013)), Algorithms 1 and 2, Lemmas 4-5.
 
     Examples
     --------

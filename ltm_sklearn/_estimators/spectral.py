@@ -1,4 +1,4 @@
-"""SpectralLatentTree: the spectral algorithm of papers/003 as an estimator."""
+"""SpectralLatentTree: the spectral algorithm of Parikh, Song & Xing (ICML 2011) as an estimator."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ class ObservableMixin:
     def raw_log_abs(self, X):
         """Sign and ``log |P_hat(x)|`` of the raw observable-representation estimate.
 
-        ``P_hat`` (papers/003 eq. (34), renormalised to sum to one) is what the moments
+        ``P_hat`` (Parikh, Song & Xing (ICML 2011) eq. (34), renormalised to sum to one) is what the
+        moments
         give before they are turned into explicit tables; it can be negative and is *not*
         what :meth:`score_samples` returns. ``None`` when the tree has no hidden node.
 
@@ -34,11 +35,13 @@ class ObservableMixin:
 
 
 class SpectralLatentTree(ObservableMixin, BaseLatentTree):
-    """Latent tree model learned by the spectral algorithm of papers/003 (Algorithm 1).
+    """Latent tree model learned by the spectral algorithm of Parikh, Song & Xing (ICML 2011)
+    (Algorithm 1).
 
     The joint distribution of the observed variables is first recovered from empirical
     pair and projected triple marginals through thin SVDs (the observable representation,
-    without EM and without local optima); a three-view tensor decomposition (papers/004)
+    without EM and without local optima); a three-view tensor decomposition (Anandkumar et al. (JMLR
+    2014))
     of that estimate's own marginals at every hidden node turns it into explicit
     conditional tables on the probability simplex, which EM then polishes (moments to
     start, likelihood to finish). ``score_samples`` is the exact log-likelihood of this
@@ -70,14 +73,15 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         nodes above groups of the most dependent columns
         (:func:`~ltm_sklearn.structure.hidden_chow_liu`,
         :func:`~ltm_sklearn.structure.grouped_chow_liu`). On the spectral tree metric
-        (papers/002 eq. (12)): ``"me"`` BIONJ improved by nearest-neighbour interchanges
+        (Song, Parikh & Xing (NIPS 2011) eq. (12)): ``"me"`` BIONJ improved by nearest-neighbour
+        interchanges
         under balanced minimum evolution
         (:func:`~ltm_sklearn.structure.minimum_evolution_search`), ``"nj"`` neighbor
         joining, recursive grouping, Chow-Liu recursive grouping or Chow-Liu neighbor
         joining (Choi et al. 2011; the last three may place columns at internal nodes,
         test tolerance ``2 / sqrt(n_samples)``). ``"star"``: one hidden node joined to
         every column (a latent class model). ``"quartet"``: quartet tests on 4-way
-        moments (papers/001, see :class:`QuartetTreeLearner`).
+        moments (Ishteva, Park & Song (ICML 2013), see :class:`QuartetTreeLearner`).
     categories : "auto" or list, default="auto"
         Categories of every column: the observed values (and the declared categories of
         pandas ``Categorical`` columns), or one list per column (``None`` entries are
@@ -169,8 +173,10 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
     References
     ----------
     A. P. Parikh, L. Song, E. P. Xing. A Spectral Algorithm for Latent Tree Graphical Models.
-    ICML 2011 (papers/003), Algorithm 1 and eqs. (29)-(34). A. Anandkumar et al. Tensor
-    Decompositions for Learning Latent Variable Models (papers/004), Theorems 2.3-2.4.
+    ICML 2011 (Parikh, Song & Xing (ICML 2011)), Algorithm 1 and eqs. (29)-(34). A. Anandkumar et
+    al. Tensor
+    Decompositions for Learning Latent Variable Models (Anandkumar et al. (JMLR 2014)), Theorems
+    2.3-2.4.
 
     Examples
     --------

@@ -92,7 +92,8 @@ def hmm_chain(n_steps):
 
 
 def broad_tree(branching):
-    """Broad shape of papers/003 Fig. 2: a hidden root with ``branching`` hidden children,
+    """Broad shape of Parikh, Song & Xing (ICML 2011) Fig. 2: a hidden root with ``branching``
+    hidden children,
     each with ``branching`` observed leaves (``broad_tree(2)`` has 4 leaves, ``broad_tree(3)`` 9).
     """
     b = _check_n(branching, 2)
@@ -107,7 +108,8 @@ def broad_tree(branching):
 
 
 def deep_tree(depth):
-    """Deep shape of papers/003 Fig. 2: a chain of ``depth`` hidden nodes, each with one
+    """Deep shape of Parikh, Song & Xing (ICML 2011) Fig. 2: a chain of ``depth`` hidden nodes, each
+    with one
     observed leaf and the two end nodes with two (``depth + 2`` leaves, all hidden nodes of
     degree 3).
     """
@@ -242,7 +244,7 @@ class LatentTreeModel:
 
 
 def sample_sign_flip_tree(tree, n_samples, sigma=0.3, random_state=None):
-    """Continuous latent tree with zero correlations (papers/002 section 7.1).
+    """Continuous latent tree with zero correlations (Song, Parikh & Xing (NIPS 2011) section 7.1).
 
     The root is a mixture of two Gaussians (``+-1`` with probability 1/2 each, standard
     deviation ``sigma``); every other node is ``N(+x_parent, sigma^2)`` or
@@ -265,7 +267,8 @@ def sample_sign_flip_tree(tree, n_samples, sigma=0.3, random_state=None):
 
 
 class GaussianLeafTreeModel:
-    """Discrete hidden tree, Gaussian-mixture leaves (papers/002 section 6, model selection).
+    """Discrete hidden tree, Gaussian-mixture leaves (Song, Parikh & Xing (NIPS 2011) section 6,
+    model selection).
 
     Every hidden node takes ``n_hidden_states = d`` values; every observed leaf is a
     mixture of ``d`` Gaussians, the component picked by the state of its parent:

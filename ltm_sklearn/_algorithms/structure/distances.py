@@ -23,7 +23,7 @@ _TINY = 1e-300
 
 
 def spectral_distance(moments, n_hidden_states):
-    """Spectral tree metric of papers/002 eq. (12) on one-hot features.
+    """Spectral tree metric of Song, Parikh & Xing (NIPS 2011) eq. (12) on one-hot features.
 
     ``d(i, j) = -log pdet_k P[X_i, X_j] + (log pdet_k diag P[X_i] + log pdet_k diag P[X_j]) / 2``
     where ``pdet_k`` is the product of the top ``k = min(k', n_i, n_j)`` singular values.
@@ -132,7 +132,8 @@ def mutual_information(moments):
 
 
 def kernel_distance(features, n_singular=1):
-    """Kernel tree metric of papers/002 eq. (12) on feature maps of the columns.
+    """Kernel tree metric of Song, Parikh & Xing (NIPS 2011) eq. (12) on feature maps of the
+    columns.
 
     ``d(s, t) = -1/2 log pdet_d(C_st C_st^T) + 1/4 log pdet_d(C_ss C_ss^T)
     + 1/4 log pdet_d(C_tt C_tt^T)`` with the centred cross-covariance operators ``C_st``
@@ -179,7 +180,8 @@ def kernel_distance(features, n_singular=1):
 def gaussian_distance(X):
     """Gaussian tree metric ``d(i, j) = -log |corr(X_i, X_j)|`` (additive on Gaussian trees).
 
-    The baseline of papers/002 Fig. 1, and the metric of the Gaussian latent tree: on a
+    The baseline of Song, Parikh & Xing (NIPS 2011) Fig. 1, and the metric of the Gaussian latent
+    tree: on a
     tree of linear-Gaussian nodes the correlation of two nodes is the product of the edge
     correlations along their path (Choi et al. 2011, section 2.2), so ``-log |corr|`` adds
     up along paths. ``X`` is continuous, shape ``(n_samples, d)``; NaN entries are allowed
@@ -274,7 +276,7 @@ def pairwise_correlation(X, sample_weight=None):
 def nonparanormal_distance(X):
     """Nonparanormal tree metric: :func:`gaussian_distance` after mapping every column to
     normal scores ``Phi^-1(rank / (n + 1))`` (Liu, Lafferty & Wasserman 2009), the second
-    baseline of papers/002 Fig. 1."""
+    baseline of Song, Parikh & Xing (NIPS 2011) Fig. 1."""
     X = _continuous(X)
     n = X.shape[0]
     Z = ndtri(rankdata(X, axis=0) / (n + 1.0))

@@ -1,9 +1,11 @@
-"""Quartet tests on 4th-order moments and tree building by leaf insertion (papers/001).
+"""Quartet tests on 4th-order moments and tree building by leaf insertion (Ishteva, Park & Song
+(ICML 2013)).
 
 For four leaves ``a, b, c, d`` joined through two hidden variables ``H`` (holding ``a, b``)
 and ``G`` (holding ``c, d``), the three unfoldings of the joint table ``P(a, b, c, d)``
 
-* ``A = P_{ab;cd} = (O_b|H (.) O_a|H) P_HG (O_d|G (.) O_c|G)^T``       (papers/001 eq. (5))
+* ``A = P_{ab;cd} = (O_b|H (.) O_a|H) P_HG (O_d|G (.) O_c|G)^T``       (Ishteva, Park & Song (ICML
+2013) eq. (5))
 * ``B = P_{ac;bd}`` and ``C = P_{ad;bc}``                               (eqs. (6)-(7))
 
 have ranks ``rank(P_HG) = k`` for ``A`` and ``nnz(P_HG)`` for ``B`` and ``C``. The nuclear
@@ -82,7 +84,7 @@ class QuartetResult:
 
 
 def quartet_test(table, rank=None, tol=None):
-    """Quartet test of papers/001 Algorithm 1 on a 4-way table.
+    """Quartet test of Ishteva, Park & Song (ICML 2013) Algorithm 1 on a 4-way table.
 
     Parameters
     ----------
@@ -206,7 +208,7 @@ def build_tree_quartets(
     radius=None,
     refine=False,
 ):
-    """Latent tree by quartet-guided leaf insertion (papers/001 Algorithm 2).
+    """Latent tree by quartet-guided leaf insertion (Ishteva, Park & Song (ICML 2013) Algorithm 2).
 
     Parameters
     ----------
