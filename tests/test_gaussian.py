@@ -538,3 +538,16 @@ def test_full_covariances_need_rows_per_column():
     est = GaussianLatentTree(structure="full", random_state=0).fit(X)
     assert est.n_components_ == 1 and est.groups_ == [list(range(5))]
     assert np.all(np.isfinite(est.score_samples(X)))
+
+
+def test_auto_components_at_the_cap_say_so(monkeypatch):
+    from ltm_sklearn._estimators import gaussian as gaussian_module
+
+    # well-separated clusters: BIC falls past a cap of 2 components
+    rng = np.random.RandomState(0)
+    centers = rng.normal(scale=10.0, size=(4, 3))
+    X = np.vstack([c + rng.normal(size=(150, 3)) for c in centers])
+    monkeypatch.setattr(gaussian_module, "MAX_AUTO_COMPONENTS", 2)
+    with pytest.warns(UserWarning, match="stopped at its cap of 2 components"):
+        est = GaussianLatentTree(structure="chow_liu", random_state=0).fit(X)
+    assert est.n_components_ == 2

@@ -1,6 +1,8 @@
 """Regression tests of the reliability catalogue: no silent wrong numbers, no crash on
 valid input, clear errors naming the problem."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -223,3 +225,29 @@ def test_declared_fractional_categories_are_accepted():
         SpectralLatentTree(2).fit(X)
     est = SpectralLatentTree(2, categories=[list(levels), None], max_iter=5).fit(X)
     assert len(est.categories_[0]) == 60
+
+
+def test_an_identifier_column_is_named_in_a_warning():
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame({"rownames": np.arange(300), "a": rng.randint(0, 3, 300)})
+    X["b"] = (X["a"] + (rng.rand(300) < 0.2)) % 3
+    with pytest.warns(UserWarning, match="'rownames' has 300 distinct values in 300 rows"):
+        SpectralLatentTree(2, structure="chow_liu").fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an ordinary column is not flagged
+        SpectralLatentTree(2, structure="chow_liu").fit(X[["a", "b"]])
+
+
+def test_scoring_a_column_retyped_since_fit_is_named_in_a_warning():
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame({"a": rng.randint(0, 3, 300), "b": rng.randint(0, 3, 300)})
+    est = SpectralLatentTree(2, structure="chow_liu").fit(X)
+    retyped = X.astype({"a": str})
+    with pytest.warns(
+        UserWarning, match=r"Column 'a': 100% .* '\d' \(str\) matches the fitted \d \(int\)"
+    ):
+        low = est.score(retyped)
+    assert low < est.score(X)  # read as unseen categories, as the warning says
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.score(X)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -131,6 +132,7 @@ class CategoricalEncoder:
                         values.setdefault(_key(v, j), _normalise_value(v, j))
                 cats = sorted(values.values(), key=_sort_key)
                 _check_not_continuous(cats, j, feature_names)
+                _warn_if_identifier(factorized[j][0], len(cats), j, feature_names)
             else:
                 cats = [_normalise_value(v, j) for v in given[j] if not _is_missing(v)]
                 keys = [_key(v, j) for v in cats]
@@ -145,6 +147,7 @@ class CategoricalEncoder:
                     )
             self.categories_.append(cats)
         self.n_states_ = np.array([max(len(c), 1) for c in self.categories_], dtype=np.int64)
+        self._feature_names = feature_names
         self._lookup = [
             {_key(v, j): i for i, v in enumerate(c)} for j, c in enumerate(self.categories_)
         ]
@@ -156,7 +159,32 @@ class CategoricalEncoder:
             raise ValueError(
                 f"X has {len(columns)} columns, the encoder was fitted on {len(self.categories_)}."
             )
-        return self._codes([_factorize(col, j) for j, col in enumerate(columns)])
+        factorized = [_factorize(col, j) for j, col in enumerate(columns)]
+        codes = self._codes(factorized)
+        for j, (_, uniques) in enumerate(factorized):
+            self._warn_if_retyped(j, codes[j], uniques)
+        return codes
+
+    def _warn_if_retyped(self, j, codes, uniques):
+        """Warn when most of a column's entries are unseen categories that match fitted
+        ones in another type (``'4'`` scored against a fitted ``4``)."""
+        observed = codes != MISSING
+        if not observed.any() or np.mean(codes[observed] == UNSEEN) < _RETYPED_SHARE:
+            return
+        fitted = {str(v): v for v in self.categories_[j]}
+        matches = [(v, fitted[str(v)]) for v in uniques if not _is_missing(v) and str(v) in fitted]
+        if matches:
+            names = getattr(self, "_feature_names", None)
+            name = repr(str(names[j])) if names is not None else str(j)
+            (new, old), *_ = matches
+            warnings.warn(
+                f"Column {name}: {np.mean(codes[observed] == UNSEEN):.0%} of its entries are "
+                f"categories not seen in fit, and {new!r} ({type(new).__name__}) matches the "
+                f"fitted {old!r} ({type(old).__name__}): they are read as unseen categories. "
+                "Give the column the type it had in fit.",
+                UserWarning,
+                stacklevel=4,
+            )
 
     def inverse_transform(self, codes):
         """Values of ``codes`` of shape ``(n_samples, n_features)`` (non-negative codes).
@@ -210,6 +238,30 @@ class ContinuousColumnError(ValueError):
         self.column = column
         self.n_values = n_values
         self.n_fractional = n_fractional
+
+
+#: a column with a distinct value in at least this share of its observed entries (and at
+#: least ``_ID_MIN_ROWS`` of them) is read as a row identifier
+_ID_SHARE = 0.9
+_ID_MIN_ROWS = 100
+#: share of a column's entries unseen in fit from which a change of type is looked for
+_RETYPED_SHARE = 0.5
+
+
+def _warn_if_identifier(inverse, n_values, j, feature_names=None):
+    """Warn when a column to be encoded has a distinct value in (almost) every row: as
+    categories it tells nothing about the other columns, and costs a category per row."""
+    n_observed = int(np.count_nonzero(np.asarray(inverse) >= 0))
+    if n_observed >= _ID_MIN_ROWS and n_values >= _ID_SHARE * n_observed:
+        name = repr(str(feature_names[j])) if feature_names is not None else str(j)
+        warnings.warn(
+            f"Column {name} has {n_values} distinct values in {n_observed} rows: like a row "
+            "identifier it tells nothing about the other columns, and it becomes one "
+            "category per row (slower fits, lower likelihoods). Drop it, or pass its "
+            "categories if they are real ones.",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def _check_not_continuous(cats, j, feature_names=None):

@@ -349,6 +349,16 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         self.converged_ = best["converged"]
         self.n_iter_ = best["n_iter"]
         self.lower_bound_ = best["score"]
+        if self.n_components == "auto" and self.n_components_ >= MAX_AUTO_COMPONENTS:
+            k = self.n_components_
+            below = self.bic_.get((self.margins_, self.structure_, k - 1))
+            trend = "" if below is None else f" ({k - 1}: {below:.1f}, {k}: {best['bic']:.1f})"
+            warnings.warn(
+                f"n_components='auto' stopped at its cap of {MAX_AUTO_COMPONENTS} components "
+                f"with the BIC still falling{trend}; pass a number of components to try more.",
+                UserWarning,
+                stacklevel=2,
+            )
         if not self.converged_:
             warnings.warn(
                 f"EM did not converge in max_iter={self.max_iter} iterations; increase "
