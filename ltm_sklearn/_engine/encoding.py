@@ -169,7 +169,8 @@ class CategoricalEncoder:
         """Warn when most of a column's entries are unseen categories that match fitted
         ones in another type (``'4'`` scored against a fitted ``4``)."""
         observed = codes != MISSING
-        if not observed.any() or np.mean(codes[observed] == UNSEEN) < _RETYPED_SHARE:
+        share = np.mean(codes[observed] == UNSEEN) if observed.any() else 0.0
+        if share < _RETYPED_SHARE:
             return
         fitted = {str(v): v for v in self.categories_[j]}
         matches = [(v, fitted[str(v)]) for v in uniques if not _is_missing(v) and str(v) in fitted]
@@ -178,7 +179,7 @@ class CategoricalEncoder:
             name = repr(str(names[j])) if names is not None else str(j)
             (new, old), *_ = matches
             warnings.warn(
-                f"Column {name}: {np.mean(codes[observed] == UNSEEN):.0%} of its entries are "
+                f"Column {name}: {share:.0%} of its entries are "
                 f"categories not seen in fit, and {new!r} ({type(new).__name__}) matches the "
                 f"fitted {old!r} ({type(old).__name__}): they are read as unseen categories. "
                 "Give the column the type it had in fit.",

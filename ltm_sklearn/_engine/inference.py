@@ -106,12 +106,16 @@ class CodeEvidence:
         return kept[key]
 
     def _augment(self, u, table):
-        """``[table | row sums | unseen_proba * row sums]``."""
-        k, n = table.shape
-        out = np.empty((k, n + 2), dtype=table.dtype)
-        out[:, :n] = table
-        table.sum(axis=1, out=out[:, n])
-        np.multiply(out[:, n], self.unseen[u], out=out[:, n + 1])
+        """``[table | row sums | unseen_proba * row sums]`` along the last axis: ``u`` one
+        node and its table, or a list of nodes and their tables stacked."""
+        n = table.shape[-1]
+        out = np.empty((*table.shape[:-1], n + 2), dtype=table.dtype)
+        out[..., :n] = table
+        table.sum(axis=-1, out=out[..., n])
+        unseen = self.unseen[u]
+        np.multiply(
+            out[..., n], unseen[:, None] if np.ndim(unseen) else unseen, out=out[..., n + 1]
+        )
         return out
 
     def _onehot(self, u, dtype):
@@ -170,13 +174,9 @@ class CodeEvidence:
                 groups.setdefault(cpts[u].shape, []).append(u)
             else:
                 out[u] = self.message(u, cpts[u])
-        for (k, c), nodes in groups.items():
-            tables = np.stack([cpts[u] for u in nodes])
-            augmented = np.empty((len(nodes), k, c + 2), dtype=tables.dtype)
-            augmented[:, :, :c] = tables
-            tables.sum(axis=2, out=augmented[:, :, c])
-            np.multiply(augmented[:, :, c], self.unseen[nodes][:, None], out=augmented[:, :, c + 1])
-            messages = np.matmul(augmented, self._stacked_onehot(nodes, tables.dtype))
+        for nodes in groups.values():
+            augmented = self._augment(nodes, np.stack([cpts[u] for u in nodes]))
+            messages = np.matmul(augmented, self._stacked_onehot(nodes, augmented.dtype))
             out.update(zip(nodes, messages))
         return out
 
