@@ -21,6 +21,7 @@ from sklearn.utils.validation import (
 )
 
 from .._engine.encoding import declared_categories
+from .._engine.mixed_columns import categorical_mask
 from .base import AUTO_HIDDEN_STATES
 from .selection import TIE_TOL, paired_se
 from .spectral import SpectralLatentTree
@@ -357,7 +358,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _has_categorical(base, shared, X):
         """Whether the class models see a categorical column (a kernel model's mask)."""
         model = clone(base).set_params(**shared)
-        return bool(np.any(model._categorical_mask(X)))
+        return bool(np.any(categorical_mask(X, model.categorical_features)))
 
     def _choose_form(self, base, shared, X, y_idx, sample_weight, folds, discrete_loss):
         """``hidden="auto"`` of the estimator: the form of lower out-of-fold log-loss

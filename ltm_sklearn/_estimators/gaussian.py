@@ -39,6 +39,7 @@ from .._algorithms.yeo_johnson import (
     yeo_johnson_inverse,
     yeo_johnson_log_derivative,
 )
+from .._engine.mixed_columns import column_scales
 from .._engine.tree import LatentTree
 from .base import check_frame_dtypes, target_index
 
@@ -237,13 +238,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                 f"Column(s) {self._names(empty)} hold only NaN: a column needs observed "
                 "values to be modelled."
             )
-        w = sample_weight[:, None] * seen
-        center = np.where(seen, X, 0.0).T @ sample_weight / w.sum(0)
-        var = (np.where(seen, X - center, 0.0) ** 2 * sample_weight[:, None]).sum(0) / w.sum(0)
-        scale = np.sqrt(var)
         # a constant column keeps its units: its density is the reg_covar floor's, finite
-        scale = np.where(scale > 1e-12 * np.maximum(np.abs(center), 1.0), scale, 1.0)
-        return center, scale
+        return column_scales(X, sample_weight)
 
     def _names(self, idx):
         names = getattr(self, "feature_names_in_", None)

@@ -62,9 +62,10 @@ from .._algorithms.structure import (
     nonparanormal_distance,
 )
 from .._algorithms.tensor import expand_states
-from .._engine.encoding import CategoricalEncoder, ContinuousColumnError
+from .._engine.encoding import CategoricalEncoder
 from .._engine.inference import DenseEvidence, log_likelihood
 from .._engine.kernel_features import KernelMoments, RBFFeatureMap
+from .._engine.mixed_columns import MixedEncoder, categorical_mask
 from .._engine.moments import MomentEstimator
 from .._engine.tree import LatentTree
 from .base import (
@@ -402,176 +403,22 @@ class KernelLatentTree(BaseLatentTree):
     def _validate_X(self, X, reset):
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
         if reset:
-            self.is_categorical_ = self._categorical_mask(X)
+            self.is_categorical_ = categorical_mask(X, self.categorical_features)
         return validate_data(
             self, X, reset=reset, dtype=None, ensure_all_finite="allow-nan", ensure_min_samples=1
         )
 
-    def _categorical_mask(self, X):
-        """Which columns are categorical: ``categorical_features``, or the dtypes."""
-        spec = self.categorical_features
-        if isinstance(X, pd.DataFrame):
-            columns = [str(c) for c in X.columns]
-        else:
-            X = X if hasattr(X, "dtype") and hasattr(X, "shape") else np.asarray(X, dtype=object)
-            if X.ndim != 2:
-                raise ValueError(f"Expected a 2D array, got {X.ndim}D.")
-            columns = None
-        d = X.shape[1]
-        if spec is None:
-            return np.zeros(d, dtype=bool)
-        if isinstance(spec, str):  # "from_dtype"
-            if columns is not None:
-                return np.array([_categorical_dtype(X.dtypes.iloc[j]) for j in range(d)])
-            if X.dtype.kind in "biuf":
-                return np.full(d, X.dtype.kind == "b")
-            if X.dtype.kind in "SU":
-                return np.ones(d, dtype=bool)
-            return np.array([_holds_labels(X[:, j]) for j in range(d)])
-        spec = np.asarray(spec)
-        if spec.ndim != 1:
-            raise ValueError("categorical_features must be 1D (indices, names or a mask).")
-        if spec.dtype.kind == "b":
-            if spec.size != d:
-                raise ValueError(
-                    f"categorical_features as a boolean mask must have {d} entries (one per "
-                    f"column), got {spec.size}."
-                )
-            return spec.copy()
-        mask = np.zeros(d, dtype=bool)
-        if spec.dtype.kind in "iu":
-            if np.any((spec < 0) | (spec >= d)):
-                raise ValueError(
-                    f"categorical_features holds column indices outside [0, {d}): {spec.tolist()}."
-                )
-            mask[spec] = True
-            return mask
-        if spec.dtype.kind in "OSU" and spec.size:
-            if columns is None:
-                raise ValueError(
-                    "categorical_features names columns, which needs X as a DataFrame with "
-                    "column names."
-                )
-            unknown = [str(c) for c in spec if str(c) not in columns]
-            if unknown:
-                raise ValueError(f"categorical_features names unknown columns {unknown}.")
-            mask[[columns.index(str(c)) for c in spec]] = True
-            return mask
-        if spec.size == 0:
-            return mask
-        raise ValueError(
-            "categorical_features must be 'from_dtype', None, or column indices, names or a "
-            f"boolean mask; got {self.categorical_features!r}."
-        )
-
-    def _numeric_columns(self, X):
-        """The continuous columns of validated ``X`` as floats (NaN missing)."""
-        num = np.flatnonzero(~self.is_categorical_)
-        names = getattr(self, "feature_names_in_", None)
-        out = np.empty((X.shape[0], num.size))
-        for t, j in enumerate(num):
-            col = X[:, j]
-            if col.dtype.kind in "biuf":
-                out[:, t] = col
-                continue
-            missing = pd.isna(col)
-            try:
-                out[~missing, t] = np.asarray(col[~missing], dtype=float)
-            except (TypeError, ValueError) as exc:
-                name = str(names[j]) if names is not None else int(j)
-                bad = next((v for v in col[~missing] if not _converts(v)), exc)
-                raise TypeError(
-                    f"{type(self).__name__}: column {name!r} is modelled as continuous but "
-                    f"holds {bad!r}, which is not a number ({exc}). Declare categorical "
-                    "columns with categorical_features= or a pandas category dtype."
-                ) from exc
-            out[missing, t] = np.nan
-        if np.isinf(out).any():
-            raise ValueError("X holds infinite values; continuous columns must be finite.")
-        return out
-
-    def _matrix(self, X, declared=None, sample_weight=None, fit=False):
-        """Validated ``X`` as floats: continuous columns as they are, categorical ones as
-        their codes (NaN missing, ``-2`` a category unseen in training); fitting learns the
-        categories."""
-        cat = np.flatnonzero(self.is_categorical_)
-        Z = np.empty(X.shape, dtype=float)
-        Z[:, ~self.is_categorical_] = self._numeric_columns(X)
-        if fit:
-            self.categories_ = [None] * X.shape[1]
-            self._encoder = None
-        if cat.size == 0:
-            return Z
-        sub = X[:, cat]
-        if fit:
-            given = self.categories
-            if isinstance(given, str):
-                given = None if declared is None else [declared[j] for j in cat]
-            else:
-                if len(given) != X.shape[1]:
-                    raise ValueError(
-                        f"categories has {len(given)} entries but X has {X.shape[1]} columns."
-                    )
-                if any(given[j] is not None for j in np.flatnonzero(~self.is_categorical_)):
-                    raise ValueError(
-                        "categories gives categories for a continuous column: use None for "
-                        "the continuous columns (or declare the column categorical)."
-                    )
-                given = [given[j] for j in cat]
-            names = getattr(self, "feature_names_in_", None)
-            names = None if names is None else [names[j] for j in cat]
-            self._encoder = CategoricalEncoder("auto" if given is None else given)
-            try:
-                if sample_weight is not None and not np.all(sample_weight > 0):
-                    self._encoder.fit_transform(sub[sample_weight > 0], names)
-                    codes = self._encoder.transform(sub)
-                else:
-                    codes = self._encoder.fit_transform(sub, names)
-            except ContinuousColumnError as exc:
-                raise self._continuous_category_error(X, cat[exc.column], exc) from None
-            for t, j in enumerate(cat):
-                self.categories_[j] = self._encoder.categories_[t]
-        else:
-            codes = self._encoder.transform(sub)
-        codes = codes.T.astype(float)
-        codes[codes == -1] = np.nan
-        Z[:, cat] = codes
-        return Z
-
-    def _continuous_category_error(self, X, j, exc):
-        """The error of a column modelled as categorical that looks continuous (column
-        ``j`` of validated ``X``): why it is categorical, and how to model it either way."""
-        names = getattr(self, "feature_names_in_", None)
-        name = repr(str(names[j])) if names is not None else str(int(j))
-        if isinstance(self.categorical_features, str):  # "from_dtype"
-            col = X[:, j]
-            label = next((v for v in col[~pd.isna(col)] if not _is_number(v)), None)
-            why = (
-                f"it holds values that are not numbers (e.g. {label!r})"
-                if label is not None
-                else f"its dtype {col.dtype} is not numeric"
-            )
-            fix = (
-                "convert it to numbers (e.g. its non-numeric entries to NaN, which are "
-                "missing values) or list the categorical columns in categorical_features= "
-                "without it"
-            )
-        else:
-            why = "categorical_features declares it categorical"
-            fix = "leave it out of categorical_features"
-        return ValueError(
-            f"{type(self).__name__}: column {name} is modelled as categorical because {why}, "
-            f"but it looks continuous ({exc.n_values} distinct values, {exc.n_fractional} of them "
-            "fractional): every value would become a category. To model it as continuous, "
-            f"{fix}; to keep it categorical, bin it first or pass its categories explicitly "
-            "with categories=."
-        )
-
     def _n_categories(self):
-        return np.array([0 if c is None else len(c) for c in self.categories_], dtype=np.int64)
+        return self._columns.n_categories_
 
     def _fit_encoding(self, X, declared, sample_weight=None):
-        X = self._matrix(X, declared, sample_weight, fit=True)
+        names = getattr(self, "feature_names_in_", None)
+        self._columns = MixedEncoder(
+            self.categorical_features, self.categories, owner=type(self).__name__
+        )
+        Z = self._columns.fit_transform(X, self.is_categorical_, declared, sample_weight, names)
+        self.categories_ = self._columns.categories_
+        self.center_, self.scale_ = self._columns.center_, self._columns.scale_
         d = X.shape[1]
         numeric = ~self.is_categorical_
         bandwidths = None
@@ -582,18 +429,6 @@ class KernelLatentTree(BaseLatentTree):
                     f"bandwidth must hold {d} values (one per column), positive for the "
                     f"continuous columns, got {self.bandwidth!r}."
                 )
-        observed = ~np.isnan(X)
-        if sample_weight is not None:
-            observed &= (np.asarray(sample_weight) > 0)[:, None]
-        empty = np.flatnonzero(~observed.any(axis=0))
-        if empty.size:
-            raise ValueError(
-                f"Columns {empty[:10].tolist()} have no observed value: a column without "
-                "data has no distribution to estimate. Drop them."
-            )
-        self.center_, self.scale_ = _column_scales(X, sample_weight)
-        self.center_[~numeric], self.scale_[~numeric] = 0.0, 1.0  # codes stay codes
-        Z = (X - self.center_) / self.scale_
         if bandwidths is not None:
             bandwidths = bandwidths / self.scale_
         scale = 1.0 if self.bandwidth_scale is None else self.bandwidth_scale
@@ -638,7 +473,7 @@ class KernelLatentTree(BaseLatentTree):
         return chosen, scores
 
     def _encode(self, X):
-        return KernelEvaluation(self.feature_map_, (self._matrix(X) - self.center_) / self.scale_)
+        return KernelEvaluation(self.feature_map_, self._columns.transform(X))
 
     def _moments(self, data, sample_weight):
         return KernelMoments(self.feature_map_, data.X, sample_weight, features=data.features)
@@ -800,7 +635,7 @@ class KernelLatentTree(BaseLatentTree):
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
         if getattr(getattr(X, "dtype", None), "kind", "") == "c":  # before reading columns
             raise ValueError("Complex data not supported: the columns must be real numbers.")
-        categorical = np.flatnonzero(self._categorical_mask(X))
+        categorical = np.flatnonzero(categorical_mask(X, self.categorical_features))
         if self.hidden == "gaussian" and categorical.size:
             names = [str(c) for c in X.columns[categorical]] if hasattr(X, "columns") else None
             raise ValueError(
@@ -1140,7 +975,7 @@ class KernelLatentTree(BaseLatentTree):
     def _shared_encoding(self, X, declared):
         """Column types and categories learned from all rows, shared by the per-class
         models of a classifier."""
-        mask = self._categorical_mask(X)
+        mask = categorical_mask(X, self.categorical_features)
         cat = np.flatnonzero(mask)
         categories = [None] * len(mask)
         if cat.size:
@@ -1156,53 +991,3 @@ class KernelLatentTree(BaseLatentTree):
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         return tags
-
-
-def _categorical_dtype(dtype):
-    """A DataFrame column is categorical when its dtype is category, string, object or
-    bool."""
-    if isinstance(dtype, pd.CategoricalDtype):
-        return True
-    return pd.api.types.is_string_dtype(dtype) or getattr(dtype, "kind", "O") in "OSUb"
-
-
-def _is_number(v):
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
-        v, (bool, np.bool_)
-    )
-
-
-def _converts(value):
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _holds_labels(column):
-    """An object column holds labels when some non-missing entry is not a number."""
-    return any(not _is_number(v) for v in column[~pd.isna(column)])
-
-
-def _column_scales(X, sample_weight=None):
-    """Weighted mean and standard deviation of every column over its observed entries,
-    computed without overflow for any magnitude (scale 1 for constant or empty columns)."""
-    n, d = X.shape
-    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    center, scale = np.zeros(d), np.ones(d)
-    for j in range(d):
-        obs = ~np.isnan(X[:, j]) & (w > 0)
-        if not obs.any():
-            continue
-        x, wj = X[obs, j], w[obs]
-        big = np.max(np.abs(x))
-        if big == 0:
-            continue
-        y = x / big  # in [-1, 1]: no overflow in the moments
-        m = np.average(y, weights=wj)
-        sd = np.sqrt(np.average((y - m) ** 2, weights=wj))
-        center[j] = m * big
-        if sd > 0 and np.isfinite(sd * big) and sd * big > 0:
-            scale[j] = sd * big
-    return center, scale
