@@ -41,11 +41,10 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, DensityMixin, _fit_context
+from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._algorithms.em import (
     can_average_members,
@@ -75,6 +74,7 @@ from .._sources.streaming import RowStatistics
 from .auto_fit import select_model
 from .fits import DEFAULT_ALPHA, TABLE_MEMORY, FittedModel, ModelChoice, average_fits, moment_states
 from .selection import held_out_split
+from .sklearn_internals import Interval, StrOptions, check_sample_weight, fit_context
 
 __all__ = ["BaseLatentTree", "FittedModel", "ModelChoice", "AUTO_CANDIDATES"]
 
@@ -401,7 +401,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             )
 
     # ------------------------------------------------------------------ fit
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Fit the latent tree model.
 
@@ -441,9 +441,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             return self
         declared = declared_categories(X)
         X = self._validate_X(X, reset=True)
-        sample_weight = _check_sample_weight(
-            sample_weight, X, dtype=float, ensure_non_negative=True
-        )
+        sample_weight = check_sample_weight(sample_weight, X, dtype=float, ensure_non_negative=True)
         if sample_weight.sum() <= 0:
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
         codes = self._fit_encoding(X, declared, sample_weight)
@@ -616,9 +614,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             self._validate_params()
             declared = declared_categories(X)
         X = self._validate_X(X, reset=first)
-        sample_weight = _check_sample_weight(
-            sample_weight, X, dtype=float, ensure_non_negative=True
-        )
+        sample_weight = check_sample_weight(sample_weight, X, dtype=float, ensure_non_negative=True)
         if first:
             seed = check_random_state(self.random_state).randint(2**31 - 1)
             self._stream = RowStatistics(X.shape[1], random_state=seed)
@@ -821,7 +817,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         values = self.score_samples(X)
         if sample_weight is None:
             return float(np.mean(values))
-        sample_weight = _check_sample_weight(
+        sample_weight = check_sample_weight(
             sample_weight, values.reshape(-1, 1), dtype=float, ensure_non_negative=True
         )
         if sample_weight.sum() <= 0:

@@ -7,14 +7,12 @@ from numbers import Integral
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
-from sklearn.utils import _safe_indexing, check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
-    _check_sample_weight,
     check_is_fitted,
     column_or_1d,
     validate_data,
@@ -24,6 +22,14 @@ from .._engine.encoding import declared_categories
 from .._engine.mixed_columns import categorical_mask
 from .base import AUTO_HIDDEN_STATES
 from .selection import TIE_TOL, paired_se
+from .sklearn_internals import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    check_sample_weight,
+    fit_context,
+    safe_indexing,
+)
 from .spectral import SpectralLatentTree
 
 __all__ = ["LatentTreeClassifier"]
@@ -151,7 +157,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return self.estimator
         return SpectralLatentTree()
 
-    @_fit_context(prefer_skip_nested_validation=False)
+    @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
         """Fit one density per class.
 
@@ -183,12 +189,12 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 "class; drop the unlabelled rows first."
             )
         check_classification_targets(y)
-        sample_weight = _check_sample_weight(
+        sample_weight = check_sample_weight(
             sample_weight, np.empty((len(y), 0)), dtype=float, ensure_non_negative=True
         )
         if not np.all(sample_weight > 0):  # a row of weight zero is a row left out
             keep = np.flatnonzero(sample_weight > 0)
-            X, y, sample_weight = _safe_indexing(X, keep), y[keep], sample_weight[keep]
+            X, y, sample_weight = safe_indexing(X, keep), y[keep], sample_weight[keep]
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(
@@ -254,7 +260,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         for c in range(n_classes):
             rows = np.flatnonzero(y_idx == c)
             est = clone(base).set_params(**shared)
-            est.fit(_safe_indexing(X, rows), sample_weight=sample_weight[rows])
+            est.fit(safe_indexing(X, rows), sample_weight=sample_weight[rows])
             estimators.append(est)
         return weights / weights.sum(), estimators
 
@@ -303,11 +309,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             prior, models = self._fit_classes(
                 base,
                 dict(shared, **params),
-                _safe_indexing(X, train),
+                safe_indexing(X, train),
                 y_idx[train],
                 sample_weight[train],
             )
-            X_val = _safe_indexing(X, val)
+            X_val = safe_indexing(X, val)
             joint = np.column_stack([m.score_samples(X_val) for m in models])
             joint += np.log(prior)
             log_post = joint - logsumexp(joint, axis=1, keepdims=True)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from numbers import Integral
 
-from sklearn.utils._param_validation import Interval, StrOptions
-
 from .._algorithms.em import node_states, random_cpts
 from .._algorithms.tensor import tensor_cpts
 from .base import BaseLatentTree
+from .sklearn_internals import Interval, StrOptions
 
 __all__ = ["LatentTreeEM"]
 

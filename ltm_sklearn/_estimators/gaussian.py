@@ -11,8 +11,7 @@ from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._algorithms.gaussian import (
     fit_gaussian_tree,
@@ -42,6 +41,7 @@ from .._algorithms.yeo_johnson import (
 from .._engine.mixed_columns import column_scales
 from .._engine.tree import LatentTree
 from .base import check_frame_dtypes, target_index
+from .sklearn_internals import Interval, StrOptions, check_sample_weight
 
 __all__ = ["GaussianLatentTree"]
 
@@ -291,7 +291,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         """
         self._validate_params()
         X = self._validate_X(X, reset=True)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        sw = check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         keep = sw > 0
         if keep.sum() < 2:
             raise ValueError("GaussianLatentTree needs at least 2 rows of positive weight.")

@@ -3,11 +3,10 @@ Park (ICML 2013) as an estimator."""
 
 from __future__ import annotations
 
-from sklearn.utils._param_validation import StrOptions
-
 from .._algorithms.hierarchical import LINKERS, fit_hierarchical
 from .._algorithms.spectral import explicit_from_representation
 from .base import BaseLatentTree
+from .sklearn_internals import StrOptions
 from .spectral import ObservableMixin
 
 __all__ = ["HierarchicalTensorLTM"]

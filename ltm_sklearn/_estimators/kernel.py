@@ -39,11 +39,9 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
-from sklearn.base import _fit_context, clone
-from sklearn.utils import _safe_indexing, check_random_state
-from sklearn.utils._available_if import available_if
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.base import clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._algorithms.em import fit_em
 from .._algorithms.kernel_leaves import (
@@ -77,6 +75,14 @@ from .base import (
 )
 from .gaussian import GaussianLatentTree
 from .selection import TIE_TOL, held_out_split
+from .sklearn_internals import (
+    Interval,
+    StrOptions,
+    available_if,
+    check_sample_weight,
+    fit_context,
+    safe_indexing,
+)
 
 #: leaf bandwidths tried per column, as multiples of Silverman's ``1.06 n^(-1/5)`` (in
 #: standard deviations of the column)
@@ -607,7 +613,7 @@ class KernelLatentTree(BaseLatentTree):
         evidence.log_scale = log_scale
         return evidence
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Fit the latent tree density.
 
@@ -697,9 +703,7 @@ class KernelLatentTree(BaseLatentTree):
         Gaussian form, both fitted on the training part of the split of
         :func:`~ltm_sklearn._estimators.selection.held_out_split` on the rows' values."""
         A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
-        sample_weight = _check_sample_weight(
-            sample_weight, A, dtype=float, ensure_non_negative=True
-        )
+        sample_weight = check_sample_weight(sample_weight, A, dtype=float, ensure_non_negative=True)
         split = held_out_split(A.T, sample_weight, self.random_state)
         if split is None or split.train.size < 2:
             raise ValueError(
@@ -708,7 +712,7 @@ class KernelLatentTree(BaseLatentTree):
                 f"{sample_weight.sum():g}). Pass hidden='discrete' or hidden='gaussian'."
             )
         X = X if isinstance(X, pd.DataFrame) else A  # DataFrames keep their names
-        X_train, X_val = _safe_indexing(X, split.train), _safe_indexing(X, split.rows)
+        X_train, X_val = safe_indexing(X, split.train), safe_indexing(X, split.rows)
         w_train, w_val = split.train_weights, split.weights
         forms = {
             "discrete": clone(self).set_params(hidden="discrete"),

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from numbers import Integral
 
-from sklearn.utils._param_validation import Interval, StrOptions
-
 from .._algorithms.hierarchical import fit_hierarchical
 from .._algorithms.spectral import explicit_from_representation, fit_spectral
 from .._algorithms.structure import learn_tree_quartets
 from .._algorithms.tensor import tensor_cpts
 from .base import BaseLatentTree
+from .sklearn_internals import Interval, StrOptions
 from .spectral import ObservableMixin
 
 PARAMETER_METHODS = ("spectral", "hierarchical", "em")
