@@ -39,7 +39,7 @@ from _common import (
 )
 
 from ltm_sklearn import LatentTree, LatentTreeEM, SpectralLatentTree
-from ltm_sklearn._algorithms.structure import chow_liu_tree
+from ltm_sklearn._algorithms.structure import spanning_tree_edges
 from ltm_sklearn._engine.encoding import CategoricalEncoder
 from ltm_sklearn._engine.moments import MomentEstimator
 from ltm_sklearn.datasets import LatentTreeModel, broad_tree, deep_tree
@@ -66,7 +66,7 @@ def chow_liu_model(X):
         mi[i, j] = mi[j, i] = np.sum(P[nz] * np.log(P[nz] / np.outer(pi, pj)[nz]))
     D = mi.max() - mi
     np.fill_diagonal(D, 0.0)
-    tree = LatentTree(chow_liu_tree(D), d, root=0)
+    tree = LatentTree(spanning_tree_edges(D), d, root=0)
     # EM on a tree without hidden nodes is maximum likelihood in one step
     return LatentTreeEM(tree=tree, max_iter=3, tol=1e-12).fit(X)
 

@@ -1,6 +1,8 @@
 """Structure learning: tree metrics and tree reconstruction, functions first (public path
 of :mod:`ltm_sklearn._algorithms.structure`)."""
 
+import warnings
+
 from ._algorithms.structure import (
     STRUCTURE_METHODS,
     binary_leaf_tree,
@@ -9,7 +11,6 @@ from ._algorithms.structure import (
     build_tree_quartets,
     censored_residual,
     chow_liu,
-    chow_liu_tree,
     clnj,
     clrg,
     gaussian_distance,
@@ -27,6 +28,7 @@ from ._algorithms.structure import (
     quartet_test,
     recursive_grouping,
     sample_threshold,
+    spanning_tree_edges,
     spectral_distance,
     spectral_variance,
 )
@@ -39,6 +41,7 @@ __all__ = [
     "nonparanormal_distance",
     "neighbor_joining",
     "recursive_grouping",
+    "spanning_tree_edges",
     "chow_liu_tree",
     "chow_liu",
     "hidden_chow_liu",
@@ -60,3 +63,15 @@ __all__ = [
     "binary_leaf_tree",
     "censored_residual",
 ]
+
+
+def chow_liu_tree(D):
+    """Deprecated name of :func:`spanning_tree_edges` (it takes distances, where
+    :func:`chow_liu` takes mutual information); removed in 0.3."""
+    warnings.warn(
+        "chow_liu_tree was renamed spanning_tree_edges (it returns the edges of the "
+        "minimum spanning tree of a distance matrix); the old name will be removed in 0.3.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return spanning_tree_edges(D)

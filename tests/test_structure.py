@@ -7,7 +7,6 @@ from scipy.sparse.csgraph import shortest_path
 
 from ltm_sklearn import SpectralLatentTree
 from ltm_sklearn._algorithms.structure import (
-    chow_liu_tree,
     clnj,
     clrg,
     corrected_mutual_information,
@@ -18,6 +17,7 @@ from ltm_sklearn._algorithms.structure import (
     nonparanormal_distance,
     pairwise_correlation,
     recursive_grouping,
+    spanning_tree_edges,
     spectral_distance,
 )
 from ltm_sklearn._engine.moments import MomentEstimator
@@ -190,7 +190,7 @@ def test_chow_liu_tree_is_the_minimum_spanning_tree():
     tree = observed_inside(8, 6, 0)  # every node observed
     assert tree.hidden_nodes == []
     D = additive_distances(tree, np.random.RandomState(0))
-    assert chow_liu_tree(D) == tree.edges  # a fully observed tree is its own MST
+    assert spanning_tree_edges(D) == tree.edges  # a fully observed tree is its own MST
 
 
 def test_chow_liu_neighbor_joining_beats_nj_on_random_trees_from_samples():
@@ -342,3 +342,11 @@ def test_corrected_mutual_information_removes_the_plug_in_bias_of_many_categorie
     assert raw[2, 3] > raw[0, 1]  # where the raw estimate put the noise first
     np.testing.assert_allclose(np.diag(corrected), 0.0)
     assert corrected.min() >= 0.0
+
+
+def test_chow_liu_tree_is_a_deprecated_name_of_spanning_tree_edges():
+    from ltm_sklearn.structure import chow_liu_tree
+
+    D = np.array([[0, 1, 3], [1, 0, 2], [3, 2, 0]], float)
+    with pytest.warns(FutureWarning, match="spanning_tree_edges"):
+        assert chow_liu_tree(D) == spanning_tree_edges(D) == [(0, 1), (1, 2)]

@@ -1,7 +1,7 @@
 """Structure learning: tree metrics and tree reconstruction (functions first)."""
 
 from .censored import censored_residual
-from .chow_liu import chow_liu, chow_liu_tree, clnj, clrg
+from .chow_liu import chow_liu, clnj, clrg, spanning_tree_edges
 from .distances import (
     corrected_mutual_information,
     correlation_distance,
@@ -31,7 +31,7 @@ __all__ = [
     "nonparanormal_distance",
     "neighbor_joining",
     "recursive_grouping",
-    "chow_liu_tree",
+    "spanning_tree_edges",
     "chow_liu",
     "hidden_chow_liu",
     "grouped_chow_liu",

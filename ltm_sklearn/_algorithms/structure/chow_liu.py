@@ -24,23 +24,24 @@ from .distances import check_distance_matrix
 from .nj import neighbor_joining
 from .rg import recursive_grouping, suppress_degree_two_hidden
 
-__all__ = ["chow_liu_tree", "chow_liu", "clrg", "clnj"]
+__all__ = ["spanning_tree_edges", "chow_liu", "clrg", "clnj"]
 
 #: observed nodes used to estimate the distance of a hidden node (the nearest ones)
 _N_NEAREST = 4
 
 
-def chow_liu_tree(D):
-    """Minimum spanning tree of a distance matrix, as a list of ``(i, j)`` edges.
+def spanning_tree_edges(D):
+    """Edges ``(i, j)`` of the minimum spanning tree of a distance matrix.
 
     For information distances ``-log`` of a dependence measure this is the Chow-Liu
-    (maximum dependence) tree over the observed variables.
+    (maximum dependence) tree over the observed variables; :func:`chow_liu` builds that
+    tree, as a :class:`~ltm_sklearn.tree.LatentTree`, from mutual information.
 
     Examples
     --------
     >>> import numpy as np
     >>> D = np.array([[0, 1, 3], [1, 0, 2], [3, 2, 0]], float)
-    >>> chow_liu_tree(D)
+    >>> spanning_tree_edges(D)
     [(0, 1), (1, 2)]
     """
     D = check_distance_matrix(D)
@@ -78,7 +79,7 @@ def chow_liu(mutual_info, feature_names=None):
     d = M.shape[0]
     if d == 1:
         return LatentTree([], 1, feature_names=feature_names)
-    edges = chow_liu_tree(M.max() - M)
+    edges = spanning_tree_edges(M.max() - M)
     return LatentTree(edges, d, feature_names=feature_names)
 
 
@@ -132,7 +133,7 @@ def _chow_liu_local(D, local, threshold, feature_names):
         return LatentTree.star(d, feature_names=feature_names)
     adj = [set() for _ in range(d)]
     length = {}
-    for u, v in chow_liu_tree(D):
+    for u, v in spanning_tree_edges(D):
         _link(adj, length, u, v, D[u, v])
     # internal nodes, in order of decreasing spanning-tree degree
     internal = sorted((i for i in range(d) if len(adj[i]) > 1), key=lambda i: -len(adj[i]))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._engine.tree import LatentTree
-from .chow_liu import chow_liu_tree
+from .chow_liu import spanning_tree_edges
 from .distances import check_distance_matrix
 
 __all__ = ["hidden_chow_liu", "grouped_chow_liu"]
@@ -26,7 +26,7 @@ def _chow_liu_edges(mutual_info):
     M = check_distance_matrix(mutual_info)
     if M.shape[0] == 1:
         return M, []
-    return M, chow_liu_tree(M.max() - M)
+    return M, spanning_tree_edges(M.max() - M)
 
 
 def hidden_chow_liu(mutual_info, feature_names=None):
