@@ -100,8 +100,15 @@ _EXPAND_NOISE = 0.05
 _REFIT_MAX_ITER = 40
 
 
-#: fitted attributes that some fits set and others do not
-_EXTRA_ATTRIBUTES = ("raw_estimate_",)
+#: private state of a fit, beside its public attributes (names with a trailing underscore)
+_PRIVATE_FIT_STATE = (
+    "_encoder",
+    "_columns",
+    "_leaf_widths",
+    "_stream",
+    "_stream_declared",
+    "_stream_stale",
+)
 #: what partial_fit rebuilds from its statistics (when first read after a call)
 _STREAM_BUILT = (
     "_encoder",
@@ -121,8 +128,26 @@ _STREAM_BUILT = (
     "lower_bound_",
     "n_iter_",
     "converged_",
-    *_EXTRA_ATTRIBUTES,
+    "raw_estimate_",
 )
+
+
+def reset_fitted_state(est, names=None):
+    """Forget what an earlier fit set: the one way the estimators do it.
+
+    ``names=None`` removes every fitted attribute (a public name with a trailing
+    underscore) and the private state of a fit (:data:`_PRIVATE_FIT_STATE`), so that
+    nothing of an earlier fit - a raw estimate, selection scores, the other form of a
+    kernel model - outlives a new one; ``names`` removes those only (what
+    ``partial_fit`` rebuilds)."""
+    if names is None:
+        names = [
+            n
+            for n in vars(est)
+            if (n.endswith("_") and not n.startswith("_")) or n in _PRIVATE_FIT_STATE
+        ]
+    for name in names:
+        est.__dict__.pop(name, None)
 
 
 def is_dask_collection(X):
@@ -421,8 +446,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         -------
         self
         """
-        for name in ("_stream", "_stream_stale", "n_samples_seen_"):  # forget any stream
-            self.__dict__.pop(name, None)
+        reset_fitted_state(self)
         if is_dask_collection(X):
             if sample_weight is not None:
                 raise ValueError(
@@ -433,8 +457,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             )
             if names is not None:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
-            else:
-                self.__dict__.pop("feature_names_in_", None)
             self.n_features_in_ = len(moments.n_states)
             self.categories_ = self._encoder.categories_
             self._fit_moments(moments, self._warning_stacklevel)
@@ -457,8 +479,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.structure_scores_ = {}
         # "auto": the default until select_alpha chooses
         self.alpha_ = DEFAULT_ALPHA if isinstance(self.alpha, str) else float(self.alpha)
-        for name in ("n_hidden_states_scores_", "alpha_scores_", "n_members_scores_"):
-            self.__dict__.pop(name, None)
         names = self._candidate_structures()
         if not isinstance(self.n_hidden_states, str) and names not in (["chow_liu"], ["given"]):
             # refuse before fitting any candidate (a learned latent tree has hidden nodes)
@@ -623,8 +643,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         if self._stream.weight <= 0:
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
         self.n_samples_seen_ = self._stream.n_rows
-        for name in _STREAM_BUILT:  # built again from the statistics when first read
-            self.__dict__.pop(name, None)
+        reset_fitted_state(self, _STREAM_BUILT)  # built again when first read
         self._stream_stale = True
         return self
 
@@ -762,9 +781,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.lower_bound_ = fitted.objective
         self.n_iter_ = fitted.n_iter
         self.converged_ = fitted.converged
-        for name in _EXTRA_ATTRIBUTES:  # no stale raw estimate from an earlier fit
-            if name not in fitted.extras and hasattr(self, name):
-                delattr(self, name)
         for name, value in fitted.extras.items():
             setattr(self, name, value)
 

@@ -20,7 +20,7 @@ from sklearn.utils.validation import (
 
 from .._engine.encoding import declared_categories
 from .._engine.mixed_columns import categorical_mask
-from .base import AUTO_HIDDEN_STATES
+from .base import AUTO_HIDDEN_STATES, reset_fitted_state
 from .selection import TIE_TOL, paired_se
 from .sklearn_internals import (
     HasMethods,
@@ -174,6 +174,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
+        reset_fitted_state(self)
         declared = declared_categories(X)
         if isinstance(X, pd.DataFrame):
             validate_data(self, X, skip_check_array=True)
@@ -207,14 +208,6 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             shared = base._shared_encoding(X, declared)
         if self.random_state is not None and base.get_params().get("random_state", 0) is None:
             shared["random_state"] = check_random_state(self.random_state).randint(2**31 - 1)
-        for name in (
-            "n_hidden_states_scores_",
-            "independence_score_",
-            "class_params_",
-            "hidden_",
-            "hidden_scores_",
-        ):
-            self.__dict__.pop(name, None)
         # the form of a continuous model's hidden variables, chosen for classification
         choose_form = base.get_params().get("hidden") == "auto" and not self._has_categorical(
             base, shared, X
@@ -240,8 +233,6 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             shared["hidden"] = self.hidden_
         if "n_hidden_states" in shared:
             self.n_hidden_states_ = shared["n_hidden_states"]
-        else:
-            self.__dict__.pop("n_hidden_states_", None)
         self.class_prior_, self.estimators_ = self._fit_classes(
             base, shared, X, y_idx, sample_weight
         )

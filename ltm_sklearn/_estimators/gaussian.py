@@ -40,7 +40,7 @@ from .._algorithms.yeo_johnson import (
 )
 from .._engine.mixed_columns import column_scales
 from .._engine.tree import LatentTree
-from .base import check_frame_dtypes, target_index
+from .base import check_frame_dtypes, reset_fitted_state, target_index
 from .sklearn_internals import Interval, StrOptions, check_sample_weight
 
 __all__ = ["GaussianLatentTree"]
@@ -290,6 +290,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        reset_fitted_state(self)
         X = self._validate_X(X, reset=True)
         sw = check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         keep = sw > 0

@@ -72,6 +72,7 @@ from .base import (
     FittedModel,
     check_frame_dtypes,
     is_dask_collection,
+    reset_fitted_state,
 )
 from .gaussian import GaussianLatentTree
 from .selection import TIE_TOL, held_out_split
@@ -637,7 +638,7 @@ class KernelLatentTree(BaseLatentTree):
                 "KernelLatentTree does not fit Dask collections (its feature maps need "
                 "quantiles of every column); fit it on a sample in memory."
             )
-        self._forget_fit()
+        reset_fitted_state(self)
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
         if getattr(getattr(X, "dtype", None), "kind", "") == "c":  # before reading columns
             raise ValueError("Complex data not supported: the columns must be real numbers.")
@@ -664,13 +665,6 @@ class KernelLatentTree(BaseLatentTree):
             self._fit_gaussian(X, sample_weight)
         self.hidden_, self.hidden_scores_ = form, scores
         return self
-
-    def _forget_fit(self):
-        """Drop the fitted attributes of an earlier fit (the two forms have different
-        ones; private state is rebuilt by the discrete fit and not read by the Gaussian
-        form)."""
-        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("_")]:
-            delattr(self, name)
 
     def _gaussian_estimator(self, tree=None):
         """The Gaussian form (unfitted): its own defaults, ``tree`` when given."""
