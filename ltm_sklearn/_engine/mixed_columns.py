@@ -97,8 +97,9 @@ def column_scales(X, sample_weight=None):
     (NaN missing, rows of zero weight left out), computed without overflow for any
     magnitude.
 
-    A column without observed entries, or constant to within ``1e-12`` of its magnitude,
-    gets scale 1 (it keeps its units: its density is the estimator's floor's, finite).
+    A column without observed entries, or constant to within ``1e-12`` of its mean (a
+    relative test: columns of any magnitude, 1e-200 or 1e200, are scaled alike), gets
+    scale 1 (it keeps its units: its density is the estimator's floor's, finite).
 
     Returns
     -------
@@ -119,7 +120,7 @@ def column_scales(X, sample_weight=None):
         m = np.average(y, weights=wj)
         sd = np.sqrt(np.average((y - m) ** 2, weights=wj))
         center[j] = m * big
-        if sd > 1e-12 * max(abs(m), 1.0 / big) and np.isfinite(sd * big):
+        if sd > 1e-12 * abs(m) and np.isfinite(sd * big) and sd * big > 0:
             scale[j] = sd * big
     return center, scale
 
