@@ -1,14 +1,12 @@
-"""scikit-learn integration: check_estimator, grid search, pipelines, pickling, pandas."""
+"""The public API: the shared scikit-learn checks of every estimator, parameters, fitted attributes and errors."""
 
-import pickle
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.base import clone, is_classifier
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import KBinsDiscretizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -75,15 +73,6 @@ def test_sklearn_compatible_kernel_forms(estimator, check):
     test_sklearn_compatible(estimator, check)
 
 
-def two_class_data(n_per_class=3000, seed=0):
-    tree = balanced_binary_tree(8)
-    a = LatentTreeModel.random(tree, 2, 3, noise=0.6, random_state=seed)
-    b = LatentTreeModel.random(tree, 2, 3, noise=0.6, random_state=seed + 1)
-    X = np.vstack([a.sample(n_per_class, random_state=1), b.sample(n_per_class, random_state=2)])
-    y = np.repeat(["a", "b"], n_per_class)
-    return X, y, tree, (a, b)
-
-
 @pytest.mark.slow
 def test_grid_search_picks_true_number_of_hidden_states():
     model = LatentTreeModel.random(balanced_binary_tree(8), 3, 4, random_state=0)
@@ -91,51 +80,6 @@ def test_grid_search_picks_true_number_of_hidden_states():
     est = SpectralLatentTree(random_state=0)
     gs = GridSearchCV(est, {"n_hidden_states": [1, 2, 3, 4]}, cv=3).fit(X)
     assert gs.best_params_ == {"n_hidden_states": 3}
-
-
-@pytest.mark.slow
-def test_classifier_roc_auc_and_scorers():
-    X, y, tree, (a, b) = two_class_data()
-    clf = LatentTreeClassifier(SpectralLatentTree(2, tree=tree, random_state=0))
-    clf.fit(X, y)
-    np.testing.assert_array_equal(clf.classes_, ["a", "b"])
-    proba = clf.predict_proba(X[:50])
-    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    auc = cross_val_score(clf, X, y, scoring="roc_auc", cv=3)
-    # Bayes-optimal AUC with the true models on the same rows, for reference
-    lr = a.log_likelihood(X) - b.log_likelihood(X)
-    from sklearn.metrics import roc_auc_score
-
-    bayes = roc_auc_score(y == "a", lr)
-    assert auc.mean() > bayes - 0.03
-    for scoring in ("accuracy", "neg_log_loss"):
-        assert np.all(np.isfinite(cross_val_score(clf, X, y, scoring=scoring, cv=3)))
-
-
-def test_classifier_follows_scikit_learn_conventions():
-    X, y, tree, _ = two_class_data(500)
-    clf = LatentTreeClassifier(SpectralLatentTree(2, tree=tree)).fit(X, y)
-    assert is_classifier(clf) and not is_classifier(SpectralLatentTree())
-    assert SpectralLatentTree().__sklearn_tags__().estimator_type == "density_estimator"
-    # score is the accuracy, so cross_val_score without scoring= measures accuracy
-    assert clf.score(X, y) == pytest.approx(np.mean(clf.predict(X) == y))
-    # the density estimators' predict_proba is the latent-class posterior (not a classifier)
-    assert SpectralLatentTree(2).fit(X).predict_proba(X[:3]).shape == (3, 2)
-    # one encoding of the categories for every class model
-    assert all(e.categories_ == clf.estimators_[0].categories_ for e in clf.estimators_)
-    with pytest.raises(ValueError, match="missing labels"):
-        clf.fit(X[:4], np.array(["a", None, "b", "a"], dtype=object))
-
-
-def test_classes_share_categories_and_normalisation():
-    # a category seen in one class only is a known category of every class model
-    X = np.array([["x", "u"], ["y", "u"], ["x", "v"], ["z", "v"], ["y", "v"], ["x", "u"]] * 20)
-    y = np.repeat([0, 1], 60)
-    clf = LatentTreeClassifier(SpectralLatentTree(1)).fit(X, y)
-    grid = np.array([[a, b] for a in "xyz" for b in "uv"])
-    for est in clf.estimators_:
-        assert est.categories_ == [["x", "y", "z"], ["u", "v"]]
-        assert np.exp(est.score_samples(grid)).sum() == pytest.approx(1.0, abs=1e-12)
 
 
 def test_pipeline_with_discretiser():
@@ -148,18 +92,6 @@ def test_pipeline_with_discretiser():
     ).fit(X)
     assert np.all(np.isfinite(pipe.score_samples(X)))
     assert np.isfinite(pipe.score(X))
-
-
-def test_pickle_round_trip_gives_identical_scores():
-    X, y, tree, _ = two_class_data(500)
-    clf = LatentTreeClassifier(SpectralLatentTree(2, random_state=0)).fit(X, y)
-    back = pickle.loads(pickle.dumps(clf))
-    np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
-    est = clf.estimators_[0]
-    np.testing.assert_array_equal(
-        pickle.loads(pickle.dumps(est)).score_samples(X), est.score_samples(X)
-    )
-    assert repr(clone(clf)) == repr(clf)
 
 
 def test_pandas_input_keeps_names_and_string_categories():

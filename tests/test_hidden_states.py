@@ -10,7 +10,6 @@ from sklearn.model_selection import GridSearchCV
 from ltm_sklearn import (
     HierarchicalTensorLTM,
     KernelLatentTree,
-    LatentTreeClassifier,
     LatentTreeEM,
     QuartetTreeLearner,
     SpectralLatentTree,
@@ -169,90 +168,6 @@ def test_n_jobs_never_changes_the_model():
     fits = [SpectralLatentTree(random_state=0, n_jobs=j).fit(X) for j in (None, 2)]
     assert fits[0].structure_ == fits[1].structure_
     np.testing.assert_allclose(fits[0].score_samples(X), fits[1].score_samples(X), atol=1e-8)
-
-
-@pytest.mark.slow
-def test_classifier_auto_is_never_worse_than_k_equal_one_where_that_is_better():
-    """Columns independent given the class: k' = 1 is the right model; the choice must
-    not lose held-out log-loss to it."""
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 2, 3000)
-    p = np.where(y[:, None] == 1, 0.7, 0.3) * np.ones((1, 6))
-    X = (rng.random((3000, 6)) < p).astype(int)
-    X_test_y = rng.integers(0, 2, 2000)
-    X_test = (rng.random((2000, 6)) < np.where(X_test_y[:, None] == 1, 0.7, 0.3)).astype(int)
-
-    def log_loss(clf):
-        proba = clf.predict_proba(X_test)
-        return -np.mean(np.log(proba[np.arange(len(X_test_y)), X_test_y]))
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        auto = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
-        one = LatentTreeClassifier(n_hidden_states=1).fit(X, y)
-    assert auto.n_hidden_states_ in auto.n_hidden_states_scores_
-    assert log_loss(auto) <= log_loss(one) + 0.005
-
-
-@pytest.mark.slow
-def test_classifier_auto_chooses_naive_bayes_or_a_latent_tree_by_cross_validated_log_loss():
-    """Few rows, columns independent given the class: the independence candidate wins and
-    the classifier is CategoricalNB (add-one smoothing) to rounding. Columns that depend
-    on each other within a class (a latent tree per class): a latent candidate wins and
-    beats naive Bayes on held-out log-loss."""
-    from sklearn.naive_bayes import CategoricalNB
-
-    rng = np.random.default_rng(1)
-    y = rng.integers(0, 2, 200)
-    X = (rng.random((200, 6)) < np.where(y[:, None] == 1, 0.65, 0.35)).astype(int)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
-    assert clf.class_params_ == {"structure": "star", "n_hidden_states": 1, "alpha": 1.0}
-    assert clf.independence_score_ <= min(clf.n_hidden_states_scores_.values())
-    nb = CategoricalNB(alpha=1.0, min_categories=2).fit(X, y)
-    np.testing.assert_allclose(clf.predict_proba(X), nb.predict_proba(X), atol=1e-10)
-
-    tree = balanced_binary_tree(8)
-    models = [LatentTreeModel.random(tree, 2, 3, noise=0.3, random_state=s) for s in (0, 1)]
-    X = np.vstack([m.sample(1500, random_state=s) for s, m in enumerate(models)])
-    y = np.repeat([0, 1], 1500)
-    X_test = np.vstack([m.sample(2000, random_state=10 + s) for s, m in enumerate(models)])
-    y_test = np.repeat([0, 1], 2000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
-    assert clf.class_params_.get("structure") != "star"
-    assert clf.independence_score_ > min(clf.n_hidden_states_scores_.values())
-    nb = CategoricalNB(alpha=1.0).fit(X, y)
-
-    def loss(proba):
-        return -np.mean(np.log(proba[np.arange(len(y_test)), y_test]))
-
-    assert loss(clf.predict_proba(X_test)) < loss(nb.predict_proba(X_test)) - 0.01
-
-
-def test_classifier_independence_candidate_smooths_categories_only():
-    """Add-one smoothing is CategoricalNB's model of category tables; a kernel model's
-    ``alpha`` also smooths its bump weights and is left as the user set it."""
-    clf = LatentTreeClassifier(n_hidden_states="auto")
-    discrete = clf._independence_candidate(SpectralLatentTree(alpha=0.3))
-    kernel = clf._independence_candidate(KernelLatentTree(structure="auto", alpha=0.3))
-    assert discrete == {"structure": "star", "n_hidden_states": 1, "alpha": 1.0}
-    assert kernel == {"structure": "star", "n_hidden_states": 1}
-    assert clf._independence_candidate(SpectralLatentTree(structure="me")) is None
-
-
-def test_classifier_auto_keeps_tiny_classes_in_training_and_refuses_too_few_rows():
-    X = np.random.default_rng(0).integers(0, 2, (40, 4))
-    y = np.r_[np.zeros(37), np.ones(3)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
-    assert clf.n_hidden_states_ <= 3  # at most the rows of the smallest class
-    assert np.allclose(clf.predict_proba(X).sum(axis=1), 1)
-    with pytest.raises(ValueError, match="at least 10 rows in classes"):
-        LatentTreeClassifier(n_hidden_states="auto").fit(X[:12], np.r_[np.zeros(8), np.ones(4)])
 
 
 # ---------------------------------------------------------------------- the EM engine

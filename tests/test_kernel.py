@@ -8,9 +8,8 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.kernel_approximation import Nystroem
 from sklearn.model_selection import GridSearchCV
-from sklearn.naive_bayes import GaussianNB
 
-from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, SpectralLatentTree
+from ltm_sklearn import KernelLatentTree, SpectralLatentTree
 from ltm_sklearn._algorithms.spectral import spectral_log_abs
 from ltm_sklearn._algorithms.structure import (
     gaussian_distance,
@@ -265,29 +264,6 @@ def test_grid_search_picks_the_number_of_hidden_states(d):
     grid = {"n_hidden_states": [1, 2, 3, 4, 5, 6]}
     search = GridSearchCV(KernelLatentTree(random_state=0), grid, cv=3).fit(X)
     assert search.best_params_["n_hidden_states"] == d
-
-
-@pytest.mark.slow
-def test_classifier_close_to_bayes_and_above_gaussian_nb():
-    tree = balanced_binary_tree(8)
-    a = GaussianLeafTreeModel.random(tree, 2, random_state=3)
-    b = GaussianLeafTreeModel.random(tree, 2, random_state=4)
-
-    def data(n, seed):
-        X = np.vstack([a.sample(n, random_state=seed), b.sample(n, random_state=seed + 100)])
-        return X, np.repeat(["a", "b"], n)
-
-    X, y = data(3000, 0)
-    X_test, y_test = data(2000, 1)
-    bayes_pred = np.where(b.log_likelihood(X_test) > a.log_likelihood(X_test), "b", "a")
-    bayes = np.mean(bayes_pred == y_test)
-    clf = LatentTreeClassifier(KernelLatentTree(2, bandwidth_scale=0.5), shared_tree=True)
-    clf.fit(X, y)
-    proba = clf.predict_proba(X_test)
-    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    acc = np.mean(clf.predict(X_test) == y_test)
-    assert acc > bayes - 0.03
-    assert acc > GaussianNB().fit(X, y).score(X_test, y_test) + 0.03
 
 
 @pytest.mark.slow

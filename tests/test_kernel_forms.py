@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltm_sklearn import GaussianLatentTree, KernelLatentTree, LatentTreeClassifier
+from ltm_sklearn import GaussianLatentTree, KernelLatentTree
 from ltm_sklearn.datasets import (
     GaussianLatentTreeModel,
     GaussianLeafTreeModel,
@@ -132,44 +132,6 @@ def test_auto_refuses_too_few_rows():
     assert np.isfinite(KernelLatentTree(hidden="gaussian", random_state=0).fit(X).score(X))
 
 
-@pytest.mark.slow
-def test_classifier_chooses_the_form_by_log_loss():
-    tree = balanced_binary_tree(6)
-    a = GaussianLatentTreeModel.random(tree, random_state=0)
-    b = GaussianLatentTreeModel.random(tree, random_state=1)
-    X = np.vstack([a.sample(300, random_state=2), b.sample(300, random_state=3)])
-    y = np.repeat([0, 1], 300)
-    clf = LatentTreeClassifier(
-        KernelLatentTree(hidden="auto", random_state=0), shared_tree=True, random_state=0
-    ).fit(X, y)
-    # linear-Gaussian classes: the Gaussian form classifies better out of fold
-    assert clf.hidden_ == "gaussian"
-    assert clf.hidden_scores_["gaussian"] < clf.hidden_scores_["discrete"]
-    assert [est.hidden_ for est in clf.estimators_] == ["gaussian", "gaussian"]
-    np.testing.assert_allclose(clf.predict_proba(X[:10]).sum(axis=1), 1.0)
-    # the class models are the Gaussian form fitted directly on each class, one tree
-    same = LatentTreeClassifier(
-        KernelLatentTree(hidden="gaussian", random_state=0), shared_tree=True, random_state=0
-    ).fit(X, y)
-    np.testing.assert_allclose(clf.predict_proba(X), same.predict_proba(X))
-    bayes = np.where(b.log_likelihood(X) > a.log_likelihood(X), 1, 0)
-    assert clf.score(X, y) > np.mean(bayes == y) - 0.03
-
-
-def test_classifier_keeps_the_discrete_form_on_mixed_tables():
-    rng = np.random.default_rng(0)
-    y = np.repeat([0, 1], 100)
-    X = pd.DataFrame(
-        {
-            "x": rng.normal(size=200) + y,
-            "colour": pd.Categorical(np.where(rng.random(200) < 0.3 + 0.4 * y, "red", "blue")),
-        }
-    )
-    clf = LatentTreeClassifier(KernelLatentTree(hidden="auto", random_state=0)).fit(X, y)
-    assert not hasattr(clf, "hidden_")
-    assert all(est.hidden_ == "discrete" for est in clf.estimators_)
-
-
 @pytest.mark.parametrize(
     "case",
     [
@@ -208,14 +170,6 @@ def test_bad_columns_get_finite_fits_or_clear_errors(case):
         scores = est.fit(X).score_samples(X)
         assert np.all(np.isfinite(scores))
         assert all(np.isfinite(v) for v in est.hidden_scores_.values())
-
-
-def test_classifier_form_choice_refuses_too_few_rows():
-    X = np.random.default_rng(0).normal(size=(8, 3))
-    y = np.repeat([0, 1], 4)
-    clf = LatentTreeClassifier(KernelLatentTree(hidden="auto"))
-    with pytest.raises(ValueError, match=r"hidden='auto' holds out rows.*hidden='discrete'"):
-        clf.fit(X, y)
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy.special import logsumexp
 
-from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, LatentTreeEM
+from ltm_sklearn import KernelLatentTree, LatentTreeEM
 from ltm_sklearn._algorithms.kernel_leaves import code_evidence
 from ltm_sklearn._engine.inference import DenseEvidence, log_likelihood
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, load_table
@@ -215,19 +215,6 @@ def test_unseen_category_and_sampling():
     S = est.sample(200, random_state=0)
     assert S.dtype == object and set(S[:, 1]) <= set(est.categories_[1])
     assert np.isfinite(S[:, 0].astype(float)).all()
-
-
-def test_classifier_on_a_mixed_table():
-    X, y = load_table("australian")
-    clf = LatentTreeClassifier(KernelLatentTree(2, max_iter=30, random_state=0))
-    clf.fit(X.iloc[:500], y[:500])
-    for est in clf.estimators_:  # one encoding for all classes
-        assert est.is_categorical_.tolist() == clf.estimators_[0].is_categorical_.tolist()
-        for a, b in zip(est.categories_, clf.estimators_[0].categories_):
-            assert (a is None and b is None) or list(a) == list(b)
-    proba = clf.predict_proba(X.iloc[500:])
-    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    assert clf.score(X.iloc[500:], y[500:]) > 0.75
 
 
 def test_auto_structure_picks_the_best_held_out_candidate():

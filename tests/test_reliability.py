@@ -128,13 +128,6 @@ def test_score_sample_weight_is_validated():
     assert est.score(X, sample_weight=w) == pytest.approx(est.score(X[:100]))
 
 
-def test_missing_labels_are_named():
-    _, X = sample(20)
-    y = np.array(["a", "b"] * 9 + [None, "a"], dtype=object)
-    with pytest.raises(ValueError, match="1 missing labels"):
-        LatentTreeClassifier().fit(X, y)
-
-
 def test_tree_labels_follow_column_names():
     model, X = sample(3000, d=4)
     names = ["w", "x", "y", "z"]

@@ -1,0 +1,266 @@
+"""LatentTreeClassifier: one latent tree per class, the class posterior by Bayes' rule;
+its scikit-learn conventions, class models, automatic choices and mixed or continuous data."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone, is_classifier
+from sklearn.model_selection import cross_val_score
+from sklearn.naive_bayes import GaussianNB
+from test_reliability import sample
+
+from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, SpectralLatentTree
+from ltm_sklearn.datasets import (
+    GaussianLatentTreeModel,
+    GaussianLeafTreeModel,
+    LatentTreeModel,
+    balanced_binary_tree,
+    load_table,
+)
+
+
+# ---------------------------------------------- fit/predict and scikit-learn conventions
+def two_class_data(n_per_class=3000, seed=0):
+    tree = balanced_binary_tree(8)
+    a = LatentTreeModel.random(tree, 2, 3, noise=0.6, random_state=seed)
+    b = LatentTreeModel.random(tree, 2, 3, noise=0.6, random_state=seed + 1)
+    X = np.vstack([a.sample(n_per_class, random_state=1), b.sample(n_per_class, random_state=2)])
+    y = np.repeat(["a", "b"], n_per_class)
+    return X, y, tree, (a, b)
+
+
+def test_classifier_follows_scikit_learn_conventions():
+    X, y, tree, _ = two_class_data(500)
+    clf = LatentTreeClassifier(SpectralLatentTree(2, tree=tree)).fit(X, y)
+    assert is_classifier(clf) and not is_classifier(SpectralLatentTree())
+    assert SpectralLatentTree().__sklearn_tags__().estimator_type == "density_estimator"
+    # score is the accuracy, so cross_val_score without scoring= measures accuracy
+    assert clf.score(X, y) == pytest.approx(np.mean(clf.predict(X) == y))
+    # the density estimators' predict_proba is the latent-class posterior (not a classifier)
+    assert SpectralLatentTree(2).fit(X).predict_proba(X[:3]).shape == (3, 2)
+    # one encoding of the categories for every class model
+    assert all(e.categories_ == clf.estimators_[0].categories_ for e in clf.estimators_)
+    with pytest.raises(ValueError, match="missing labels"):
+        clf.fit(X[:4], np.array(["a", None, "b", "a"], dtype=object))
+
+
+@pytest.mark.slow
+def test_classifier_roc_auc_and_scorers():
+    X, y, tree, (a, b) = two_class_data()
+    clf = LatentTreeClassifier(SpectralLatentTree(2, tree=tree, random_state=0))
+    clf.fit(X, y)
+    np.testing.assert_array_equal(clf.classes_, ["a", "b"])
+    proba = clf.predict_proba(X[:50])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    auc = cross_val_score(clf, X, y, scoring="roc_auc", cv=3)
+    # Bayes-optimal AUC with the true models on the same rows, for reference
+    lr = a.log_likelihood(X) - b.log_likelihood(X)
+    from sklearn.metrics import roc_auc_score
+
+    bayes = roc_auc_score(y == "a", lr)
+    assert auc.mean() > bayes - 0.03
+    for scoring in ("accuracy", "neg_log_loss"):
+        assert np.all(np.isfinite(cross_val_score(clf, X, y, scoring=scoring, cv=3)))
+
+
+def test_pickle_round_trip_gives_identical_scores():
+    X, y, tree, _ = two_class_data(500)
+    clf = LatentTreeClassifier(SpectralLatentTree(2, random_state=0)).fit(X, y)
+    back = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
+    est = clf.estimators_[0]
+    np.testing.assert_array_equal(
+        pickle.loads(pickle.dumps(est)).score_samples(X), est.score_samples(X)
+    )
+    assert repr(clone(clf)) == repr(clf)
+
+
+def test_classes_share_categories_and_normalisation():
+    # a category seen in one class only is a known category of every class model
+    X = np.array([["x", "u"], ["y", "u"], ["x", "v"], ["z", "v"], ["y", "v"], ["x", "u"]] * 20)
+    y = np.repeat([0, 1], 60)
+    clf = LatentTreeClassifier(SpectralLatentTree(1)).fit(X, y)
+    grid = np.array([[a, b] for a in "xyz" for b in "uv"])
+    for est in clf.estimators_:
+        assert est.categories_ == [["x", "y", "z"], ["u", "v"]]
+        assert np.exp(est.score_samples(grid)).sum() == pytest.approx(1.0, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------- bad labels
+def test_missing_labels_are_named():
+    _, X = sample(20)
+    y = np.array(["a", "b"] * 9 + [None, "a"], dtype=object)
+    with pytest.raises(ValueError, match="1 missing labels"):
+        LatentTreeClassifier().fit(X, y)
+
+
+# ---------------------------------------------- n_hidden_states='auto' and small classes
+@pytest.mark.slow
+def test_classifier_auto_is_never_worse_than_k_equal_one_where_that_is_better():
+    """Columns independent given the class: k' = 1 is the right model; the choice must
+    not lose held-out log-loss to it."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 3000)
+    p = np.where(y[:, None] == 1, 0.7, 0.3) * np.ones((1, 6))
+    X = (rng.random((3000, 6)) < p).astype(int)
+    X_test_y = rng.integers(0, 2, 2000)
+    X_test = (rng.random((2000, 6)) < np.where(X_test_y[:, None] == 1, 0.7, 0.3)).astype(int)
+
+    def log_loss(clf):
+        proba = clf.predict_proba(X_test)
+        return -np.mean(np.log(proba[np.arange(len(X_test_y)), X_test_y]))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+        one = LatentTreeClassifier(n_hidden_states=1).fit(X, y)
+    assert auto.n_hidden_states_ in auto.n_hidden_states_scores_
+    assert log_loss(auto) <= log_loss(one) + 0.005
+
+
+@pytest.mark.slow
+def test_classifier_auto_chooses_naive_bayes_or_a_latent_tree_by_cross_validated_log_loss():
+    """Few rows, columns independent given the class: the independence candidate wins and
+    the classifier is CategoricalNB (add-one smoothing) to rounding. Columns that depend
+    on each other within a class (a latent tree per class): a latent candidate wins and
+    beats naive Bayes on held-out log-loss."""
+    from sklearn.naive_bayes import CategoricalNB
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 200)
+    X = (rng.random((200, 6)) < np.where(y[:, None] == 1, 0.65, 0.35)).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+    assert clf.class_params_ == {"structure": "star", "n_hidden_states": 1, "alpha": 1.0}
+    assert clf.independence_score_ <= min(clf.n_hidden_states_scores_.values())
+    nb = CategoricalNB(alpha=1.0, min_categories=2).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), nb.predict_proba(X), atol=1e-10)
+
+    tree = balanced_binary_tree(8)
+    models = [LatentTreeModel.random(tree, 2, 3, noise=0.3, random_state=s) for s in (0, 1)]
+    X = np.vstack([m.sample(1500, random_state=s) for s, m in enumerate(models)])
+    y = np.repeat([0, 1], 1500)
+    X_test = np.vstack([m.sample(2000, random_state=10 + s) for s, m in enumerate(models)])
+    y_test = np.repeat([0, 1], 2000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+    assert clf.class_params_.get("structure") != "star"
+    assert clf.independence_score_ > min(clf.n_hidden_states_scores_.values())
+    nb = CategoricalNB(alpha=1.0).fit(X, y)
+
+    def loss(proba):
+        return -np.mean(np.log(proba[np.arange(len(y_test)), y_test]))
+
+    assert loss(clf.predict_proba(X_test)) < loss(nb.predict_proba(X_test)) - 0.01
+
+
+def test_classifier_independence_candidate_smooths_categories_only():
+    """Add-one smoothing is CategoricalNB's model of category tables; a kernel model's
+    ``alpha`` also smooths its bump weights and is left as the user set it."""
+    clf = LatentTreeClassifier(n_hidden_states="auto")
+    discrete = clf._independence_candidate(SpectralLatentTree(alpha=0.3))
+    kernel = clf._independence_candidate(KernelLatentTree(structure="auto", alpha=0.3))
+    assert discrete == {"structure": "star", "n_hidden_states": 1, "alpha": 1.0}
+    assert kernel == {"structure": "star", "n_hidden_states": 1}
+    assert clf._independence_candidate(SpectralLatentTree(structure="me")) is None
+
+
+def test_classifier_auto_keeps_tiny_classes_in_training_and_refuses_too_few_rows():
+    X = np.random.default_rng(0).integers(0, 2, (40, 4))
+    y = np.r_[np.zeros(37), np.ones(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+    assert clf.n_hidden_states_ <= 3  # at most the rows of the smallest class
+    assert np.allclose(clf.predict_proba(X).sum(axis=1), 1)
+    with pytest.raises(ValueError, match="at least 10 rows in classes"):
+        LatentTreeClassifier(n_hidden_states="auto").fit(X[:12], np.r_[np.zeros(8), np.ones(4)])
+
+
+# ------------------------------------------------------------- mixed and continuous data
+def test_classifier_on_a_mixed_table():
+    X, y = load_table("australian")
+    clf = LatentTreeClassifier(KernelLatentTree(2, max_iter=30, random_state=0))
+    clf.fit(X.iloc[:500], y[:500])
+    for est in clf.estimators_:  # one encoding for all classes
+        assert est.is_categorical_.tolist() == clf.estimators_[0].is_categorical_.tolist()
+        for a, b in zip(est.categories_, clf.estimators_[0].categories_):
+            assert (a is None and b is None) or list(a) == list(b)
+    proba = clf.predict_proba(X.iloc[500:])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert clf.score(X.iloc[500:], y[500:]) > 0.75
+
+
+@pytest.mark.slow
+def test_classifier_close_to_bayes_and_above_gaussian_nb():
+    tree = balanced_binary_tree(8)
+    a = GaussianLeafTreeModel.random(tree, 2, random_state=3)
+    b = GaussianLeafTreeModel.random(tree, 2, random_state=4)
+
+    def data(n, seed):
+        X = np.vstack([a.sample(n, random_state=seed), b.sample(n, random_state=seed + 100)])
+        return X, np.repeat(["a", "b"], n)
+
+    X, y = data(3000, 0)
+    X_test, y_test = data(2000, 1)
+    bayes_pred = np.where(b.log_likelihood(X_test) > a.log_likelihood(X_test), "b", "a")
+    bayes = np.mean(bayes_pred == y_test)
+    clf = LatentTreeClassifier(KernelLatentTree(2, bandwidth_scale=0.5), shared_tree=True)
+    clf.fit(X, y)
+    proba = clf.predict_proba(X_test)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    acc = np.mean(clf.predict(X_test) == y_test)
+    assert acc > bayes - 0.03
+    assert acc > GaussianNB().fit(X, y).score(X_test, y_test) + 0.03
+
+
+# -------------------------------------- the form of the hidden variables (hidden='auto')
+@pytest.mark.slow
+def test_classifier_chooses_the_form_by_log_loss():
+    tree = balanced_binary_tree(6)
+    a = GaussianLatentTreeModel.random(tree, random_state=0)
+    b = GaussianLatentTreeModel.random(tree, random_state=1)
+    X = np.vstack([a.sample(300, random_state=2), b.sample(300, random_state=3)])
+    y = np.repeat([0, 1], 300)
+    clf = LatentTreeClassifier(
+        KernelLatentTree(hidden="auto", random_state=0), shared_tree=True, random_state=0
+    ).fit(X, y)
+    # linear-Gaussian classes: the Gaussian form classifies better out of fold
+    assert clf.hidden_ == "gaussian"
+    assert clf.hidden_scores_["gaussian"] < clf.hidden_scores_["discrete"]
+    assert [est.hidden_ for est in clf.estimators_] == ["gaussian", "gaussian"]
+    np.testing.assert_allclose(clf.predict_proba(X[:10]).sum(axis=1), 1.0)
+    # the class models are the Gaussian form fitted directly on each class, one tree
+    same = LatentTreeClassifier(
+        KernelLatentTree(hidden="gaussian", random_state=0), shared_tree=True, random_state=0
+    ).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), same.predict_proba(X))
+    bayes = np.where(b.log_likelihood(X) > a.log_likelihood(X), 1, 0)
+    assert clf.score(X, y) > np.mean(bayes == y) - 0.03
+
+
+def test_classifier_keeps_the_discrete_form_on_mixed_tables():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 100)
+    X = pd.DataFrame(
+        {
+            "x": rng.normal(size=200) + y,
+            "colour": pd.Categorical(np.where(rng.random(200) < 0.3 + 0.4 * y, "red", "blue")),
+        }
+    )
+    clf = LatentTreeClassifier(KernelLatentTree(hidden="auto", random_state=0)).fit(X, y)
+    assert not hasattr(clf, "hidden_")
+    assert all(est.hidden_ == "discrete" for est in clf.estimators_)
+
+
+def test_classifier_form_choice_refuses_too_few_rows():
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    y = np.repeat([0, 1], 4)
+    clf = LatentTreeClassifier(KernelLatentTree(hidden="auto"))
+    with pytest.raises(ValueError, match=r"hidden='auto' holds out rows.*hidden='discrete'"):
+        clf.fit(X, y)
