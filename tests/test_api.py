@@ -1,4 +1,4 @@
-"""The public API: the shared scikit-learn checks of every estimator, parameters, fitted attributes and errors."""
+"""scikit-learn integration: check_estimator, grid search, pipelines, pandas."""
 
 import warnings
 
