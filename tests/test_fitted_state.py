@@ -8,7 +8,7 @@ from ltm_sklearn import (
     LatentTreeClassifier,
     SpectralLatentTree,
 )
-from ltm_sklearn._estimators.base import reset_fitted_state
+from ltm_sklearn._estimators.validation import reset_fitted_state
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
 
 

@@ -658,3 +658,16 @@ def _newick_labels_are_indices(text, names):
     return not any(lab in names for lab in labels) and all(
         re.fullmatch(r"\d+", lab) for lab in labels
     )
+
+
+def canonical_root(tree, root_marginal, cpts):
+    """The root's hidden states ordered by decreasing probability (children's tables
+    permuted alike): the same distribution, with state labels that do not depend on the
+    start, so that ``predict_proba`` is comparable between fits."""
+    if tree.root < tree.n_observed or len(root_marginal) < 2:
+        return root_marginal, cpts
+    perm = np.argsort(-np.asarray(root_marginal), kind="stable")
+    cpts = dict(cpts)
+    for c in tree.children[tree.root]:
+        cpts[c] = cpts[c][perm]
+    return np.asarray(root_marginal)[perm], cpts

@@ -35,12 +35,11 @@ exact log-likelihood of this normalised distribution, computed by message passin
 from __future__ import annotations
 
 import warnings
-from abc import ABCMeta
+from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -55,39 +54,23 @@ from .._algorithms.em import (
 )
 from .._algorithms.structure import (
     STRUCTURE_METHODS,
-    chow_liu,
-    grouped_chow_liu,
-    hidden_chow_liu,
-    learn_tree,
-    learn_tree_quartets,
-    mutual_information,
-    spectral_distance,
 )
-from .._algorithms.structure.learn import DISTANCE_METHODS
 from .._algorithms.tensor import expand_states, tensor_cpts
 from .._engine.encoding import CategoricalEncoder, declared_categories
-from .._engine.inference import CodeEvidence, hidden_posteriors, log_likelihood, sample_states
+from .._engine.inference import CodeEvidence, log_likelihood
 from .._engine.moments import MomentEstimator
-from .._engine.tree import LatentTree, attach_columns
+from .._engine.tree import LatentTree, canonical_root
 from .._sources.distributed import dask_moments
-from .._sources.streaming import RowStatistics
 from .auto_fit import select_model
-from .fits import DEFAULT_ALPHA, TABLE_MEMORY, FittedModel, ModelChoice, average_fits, moment_states
-from .selection import held_out_split
+from .fits import DEFAULT_ALPHA, FittedModel, ModelChoice, average_fits, moment_states
+from .partial_fit import PartialFitMixin
+from .queries import QueryMixin
 from .sklearn_internals import Interval, StrOptions, check_sample_weight, fit_context
+from .structures import StructureMixin
+from .validation import check_frame_dtypes, is_dask_collection, reset_fitted_state
 
-__all__ = ["BaseLatentTree", "FittedModel", "ModelChoice", "AUTO_CANDIDATES"]
+__all__ = ["BaseLatentTree", "FittedModel", "ModelChoice"]
 
-#: candidate structures compared by ``structure="auto"``, in the order that breaks ties
-#: (held-out scores within ``TIE_TOL``)
-AUTO_CANDIDATES = ("me", "clnj", "hclt", "grouped_hclt", "chow_liu", "star")
-#: structures whose tree does not depend on ``k'`` (learned once per selection)
-_K_FREE_STRUCTURES = ("given", "chow_liu", "hclt", "grouped_hclt", "star")
-#: ``n_hidden_states="auto"``: the ``k'`` tried, grown while the held-out likelihood improves
-AUTO_HIDDEN_STATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-#: most entries of a table between two hidden nodes per row of data (``k'^2`` against
-#: the rows): admits k' = 128 on 15,000 rows and refuses k' = 1,000 on 3,000 rows
-_ENTRIES_PER_ROW = 10
 #: from this many hidden states on, EM's messages are float32 (2x faster; the held-out
 #: likelihood moves by under 1e-6 nats per row, see the user guide)
 _FLOAT32_STATES = 16
@@ -100,90 +83,9 @@ _EXPAND_NOISE = 0.05
 _REFIT_MAX_ITER = 40
 
 
-#: private state of a fit, beside its public attributes (names with a trailing underscore)
-_PRIVATE_FIT_STATE = (
-    "_encoder",
-    "_columns",
-    "_leaf_widths",
-    "_stream",
-    "_stream_declared",
-    "_stream_stale",
-)
-#: what partial_fit rebuilds from its statistics (when first read after a call)
-_STREAM_BUILT = (
-    "_encoder",
-    "categories_",
-    "unseen_proba_",
-    "tree_",
-    "structure_",
-    "structure_scores_",
-    "n_hidden_states_",
-    "n_hidden_states_scores_",
-    "alpha_",
-    "alpha_scores_",
-    "n_members_",
-    "n_members_scores_",
-    "root_marginal_",
-    "cpts_",
-    "lower_bound_",
-    "n_iter_",
-    "converged_",
-    "raw_estimate_",
-)
-
-
-def reset_fitted_state(est, names=None):
-    """Forget what an earlier fit set: the one way the estimators do it.
-
-    ``names=None`` removes every fitted attribute (a public name with a trailing
-    underscore) and the private state of a fit (:data:`_PRIVATE_FIT_STATE`), so that
-    nothing of an earlier fit - a raw estimate, selection scores, the other form of a
-    kernel model - outlives a new one; ``names`` removes those only (what
-    ``partial_fit`` rebuilds)."""
-    if names is None:
-        names = [
-            n
-            for n in vars(est)
-            if (n.endswith("_") and not n.startswith("_")) or n in _PRIVATE_FIT_STATE
-        ]
-    for name in names:
-        est.__dict__.pop(name, None)
-
-
-def is_dask_collection(X):
-    """Whether ``X`` is a Dask array or DataFrame (without importing Dask)."""
-    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "to_delayed")
-
-
-def target_index(estimator, target):
-    """Index of the column ``target`` (an index, or a feature name seen in ``fit``)."""
-    names = getattr(estimator, "feature_names_in_", None)
-    n_features = estimator.n_features_in_
-    if isinstance(target, str):
-        if names is None or target not in list(names):
-            raise ValueError(f"Unknown target column {target!r}.")
-        return int(list(names).index(target))
-    if not isinstance(target, (Integral, np.integer)) or not 0 <= target < n_features:
-        raise ValueError(
-            f"target must be a column index in [0, {n_features}) or a feature name, got {target!r}."
-        )
-    return int(target)
-
-
-def check_frame_dtypes(X, allowed, estimator):
-    """Reject DataFrame columns whose dtype the estimator cannot read, naming them."""
-    if not isinstance(X, pd.DataFrame):
-        return
-    for name, dtype in X.dtypes.items():
-        kind = getattr(dtype, "kind", "O")
-        if kind not in allowed:
-            raise TypeError(
-                f"{estimator} cannot read column {name!r} of dtype {dtype}: convert it first "
-                "(e.g. dates to numbers or categories)."
-            )
-
-
-class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
+class BaseLatentTree(
+    StructureMixin, QueryMixin, PartialFitMixin, DensityMixin, BaseEstimator, metaclass=ABCMeta
+):
     """Base class of the discrete latent tree estimators (see the module docstring)."""
 
     #: ``alpha`` of the naive-Bayes candidate of ``LatentTreeClassifier(n_hidden_states=
@@ -239,9 +141,10 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ hook
+    @abstractmethod
     def _initial_parameters(self, tree, moments, rng):
-        """Explicit starting point ``(root_marginal, cpts, extras)`` on ``tree``."""
-        raise NotImplementedError
+        """Explicit starting point ``(root_marginal, cpts, extras)`` on ``tree``, from
+        ``moments``: the estimator's own algorithm."""
 
     # ------------------------------------------------------------------ validation
     #: frames from the warning in ``fit`` up to the caller of ``fit``
@@ -282,148 +185,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _moments(self, codes, sample_weight):
         return MomentEstimator(codes, self._encoder.n_states_, sample_weight, n_jobs=self.n_jobs)
-
-    # ------------------------------------------------------------------ structure
-    def _build_tree(self, moments, method):
-        """A tree over the columns of ``moments`` learned with ``method``."""
-        d = len(moments.n_states)
-        if method == "star" or d == 1:
-            return LatentTree.star(d)
-        if method == "chow_liu":
-            return chow_liu(mutual_information(moments))
-        if method == "hclt":
-            return hidden_chow_liu(mutual_information(moments))
-        if method == "grouped_hclt":
-            return grouped_chow_liu(mutual_information(moments))
-        if method == "quartet":  # on Dask the tests, asked one after another, read the sample
-            sample = moments.sample_moments() if hasattr(moments, "sample_moments") else moments
-            return learn_tree_quartets(sample, self.n_hidden_states_)[0]
-        D = spectral_distance(moments, self.n_hidden_states_)
-        return learn_tree(
-            D,
-            method,
-            n_samples=moments.sample_weight.sum(),
-            n_jobs=self.n_jobs,
-            verbose=self.verbose,
-        )
-
-    def _learn_tree(self, moments, method):
-        """:meth:`_build_tree` on the informative columns (at least two categories); the
-        others carry no information (a factor of one) and hang off the root as leaves."""
-        d = len(moments.n_states)
-        informative = np.flatnonzero(moments.n_states >= 2)
-        if informative.size == d or informative.size < 2:
-            return self._build_tree(moments, method)
-        sub = moments.subset(informative)
-        tree = self._build_tree(sub, method)
-        return attach_columns(tree, informative, d)
-
-    def _tree_rank(self, name, k, moments):
-        """What the tree that ``name`` learns depends on in ``k'``: the selection of
-        ``n_hidden_states="auto"`` learns each structure once per value. Nothing for the
-        structures of mutual information; ``min(k', most categories of a column)`` for
-        those of the spectral metric, whose pair terms keep ``min(k', n_i, n_j)`` singular
-        values (on binary columns the metric, so the tree and the search, is the same at
-        every ``k' >= 2``); ``k'`` for the others."""
-        if name in _K_FREE_STRUCTURES:
-            return None
-        if name in DISTANCE_METHODS:
-            return min(int(k), int(np.max(moments.n_states, initial=1)))
-        return k
-
-    def _resolve_tree(self, moments, structure):
-        """The given tree (``structure="given"``) or one learned with ``structure`` from
-        the data; rooted at its centre."""
-        names = getattr(self, "feature_names_in_", None)
-        names = None if names is None else [str(f) for f in names]
-        d = len(moments.n_states)
-        if structure == "given":
-            tree = LatentTree.coerce(
-                self._structure_spec()[0], d, feature_names=names, observed_leaves_only=False
-            )
-        else:
-            tree = self._learn_tree(moments, structure)
-        return LatentTree(tree.edges, d, feature_names=names)
-
-    def _structure_spec(self):
-        """``(given tree or None, structure method)``."""
-        return self.tree, self.structure
-
-    def _auto_candidates(self):
-        return AUTO_CANDIDATES
-
-    def _candidate_structures(self):
-        """The structures a selection compares: the given tree, the named method, or the
-        ``structure="auto"`` candidates."""
-        given, method = self._structure_spec()
-        if given is not None:
-            return ["given"]
-        return list(self._auto_candidates()) if method == "auto" else [method]
-
-    def _row_values(self, moments):
-        """The rows of ``moments``, feature-major (what :func:`holdout_weights` hashes)."""
-        return moments.codes
-
-    def _selection_split(self, moments):
-        """``(training moments, held-out split, unseen probabilities)`` for model
-        selection (:func:`~ltm_sklearn._estimators.selection.held_out_split` on
-        :meth:`_row_values`), or ``None`` with a total weight under 10 rows."""
-        split = held_out_split(self._row_values(moments), moments.sample_weight, self.random_state)
-        if split is None:
-            return None
-        train_moments = moments.rows(split.train, split.train_weights)
-        return train_moments, split, self._unseen_proba(train_moments)
-
-    def _hidden_state_grid(self, moments):
-        """The ``k'`` that ``n_hidden_states="auto"`` may try: at most the rows, and tables
-        within the memory budget."""
-        n_rows = int(np.count_nonzero(moments.sample_weight > 0))
-        grid = [k for k in AUTO_HIDDEN_STATES if k <= n_rows and k * k <= _ENTRIES_PER_ROW * n_rows]
-        return [k for k in grid if k == 1 or self._table_bytes(moments, k) <= TABLE_MEMORY]
-
-    def _table_bytes(self, moments, k):
-        """Bytes of the tables of a model with ``k`` hidden states (about one hidden node
-        per column, a ``k x k`` table each)."""
-        d = len(moments.n_states)
-        return 8 * d * (k * k + k * int(np.max(moments.n_states, initial=1)))
-
-    def _check_rows_for_states(self, moments, k):
-        """Refuse more hidden states than rows (as scikit-learn's mixtures refuse more
-        components than samples), and a ``k' x k'`` table between hidden nodes with more
-        entries than ``_ENTRIES_PER_ROW`` times the rows: neither can be estimated."""
-        n_rows = int(np.count_nonzero(moments.sample_weight > 0))
-        if k > n_rows:
-            raise ValueError(
-                f"n_hidden_states={k} is more than the n_samples={n_rows} rows of positive "
-                "weight: a hidden state needs rows to be estimated. Use fewer hidden states, "
-                "n_hidden_states='auto', or a structure without hidden nodes "
-                "(structure='chow_liu')."
-            )
-        if k * k > _ENTRIES_PER_ROW * n_rows:
-            raise ValueError(
-                f"n_hidden_states={k} gives tables of {k * k} entries between hidden nodes, "
-                f"more than {_ENTRIES_PER_ROW} per row of the n_samples={n_rows} rows: they "
-                f"cannot be estimated. Use at most {int(np.sqrt(_ENTRIES_PER_ROW * n_rows))} "
-                "hidden states, or n_hidden_states='auto'."
-            )
-
-    def _given_members(self):
-        """The members fitted without a choice: ``n_members``, or 1 for ``"auto"`` (whose
-        members are chosen, memory permitting, by :func:`~.auto_fit.select_members`)."""
-        return 1 if isinstance(self.n_members, str) else int(self.n_members)
-
-    def _check_table_memory(self, moments, k):
-        """Refuse a ``k'`` (times ``n_members``) whose tables do not fit in the memory
-        budget."""
-        m = self._given_members()
-        need = self._table_bytes(moments, k * m)
-        if need > TABLE_MEMORY:
-            members = f" with n_members={m}" if m > 1 else ""
-            raise ValueError(
-                f"n_hidden_states={k}{members} needs about {need / 2**30:.1f} GiB of tables for "
-                f"{len(moments.n_states)} columns (the limit is {TABLE_MEMORY / 2**30:.0f} "
-                "GiB); use fewer hidden states or n_hidden_states='auto'."
-            )
 
     # ------------------------------------------------------------------ fit
     @fit_context(prefer_skip_nested_validation=True)
@@ -601,72 +362,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         self.n_members_ = count
         return average_fits(fits)
 
-    # ------------------------------------------------------------------ streaming
-    def partial_fit(self, X, y=None, sample_weight=None):
-        """Add a batch of rows to the statistics, for data that arrive in batches or do
-        not fit in memory.
-
-        The exact additive statistics (every pair and singleton table) and a uniform
-        sample of at most :data:`~ltm_sklearn._sources.streaming.SAMPLE_ROWS` rows are kept
-        (:mod:`ltm_sklearn._sources.streaming`); the model is rebuilt from them - tree, moment
-        estimate, EM on the sample - when it is first used after a call, so a stream of
-        batches costs about one fit. While at most ``SAMPLE_ROWS`` rows have been seen the
-        model equals ``fit`` on the concatenated batches; beyond, the tree still comes
-        from the exact pair tables of every row and the parameters from the sample.
-        Categories may first appear in any batch (the encoding grows; earlier counts are
-        kept); with ``categories`` given or pandas-declared, a value outside them is an
-        error as in ``fit``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            A batch, with the columns of the first one.
-        y : None
-            Ignored.
-        sample_weight : array-like of shape (n_samples,), default=None
-
-        Returns
-        -------
-        self
-        """
-        first = "_stream" not in self.__dict__
-        if first:
-            self._validate_params()
-            declared = declared_categories(X)
-        X = self._validate_X(X, reset=first)
-        sample_weight = check_sample_weight(sample_weight, X, dtype=float, ensure_non_negative=True)
-        if first:
-            seed = check_random_state(self.random_state).randint(2**31 - 1)
-            self._stream = RowStatistics(X.shape[1], random_state=seed)
-            self._stream_declared = declared
-        self._stream.add(X, sample_weight)
-        if self._stream.weight <= 0:
-            raise ValueError("sample_weight sums to zero: there is nothing to fit.")
-        self.n_samples_seen_ = self._stream.n_rows
-        reset_fitted_state(self, _STREAM_BUILT)  # built again when first read
-        self._stream_stale = True
-        return self
-
-    def _build_from_stream(self):
-        """The model of the statistics accumulated by :meth:`partial_fit`."""
-        self._stream_stale = False
-        given = self.categories
-        if isinstance(given, str):
-            given = self._stream_declared or "auto"
-        names = getattr(self, "feature_names_in_", None)
-        encoder, perms = self._stream.final_encoder(given, names)
-        self._encoder = encoder
-        self.categories_ = encoder.categories_
-        self._fit_moments(self._stream.moments(encoder, perms, self.n_jobs), 3)
-
-    def __getattr__(self, name):
-        # after partial_fit the model is built when first read
-        if name in _STREAM_BUILT and self.__dict__.get("_stream_stale"):
-            self._build_from_stream()
-            if name in self.__dict__:
-                return self.__dict__[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def _second_start(self, tree, moments, rng):
         """A second explicit start polished beside the estimator's own, the better
         training objective kept: the three-view tensor decomposition of the empirical
@@ -775,7 +470,7 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         return FittedModel(tree, root, cpts, objective, n_iter, converged, extras)
 
     def _set_fitted(self, fitted):
-        root, cpts = _canonical_root(fitted.tree, fitted.root_marginal, fitted.cpts)
+        root, cpts = canonical_root(fitted.tree, fitted.root_marginal, fitted.cpts)
         self.root_marginal_ = root
         self.cpts_ = cpts
         self.lower_bound_ = fitted.objective
@@ -840,121 +535,6 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError("sample_weight sums to zero: the weighted mean is undefined.")
         return float(np.average(values, weights=sample_weight))
 
-    # ------------------------------------------------------------------ queries
-    def conditional_proba(self, X, target):
-        """``P(X_target = v | observed entries of each row)`` for every category ``v``.
-
-        The target column of ``X`` is ignored; NaN entries of the other columns are
-        marginalised out.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        target : int or str
-            Column index, or a feature name when fitted on a DataFrame.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, len(categories_[target]))
-            Columns follow ``categories_[target]``; rows sum to 1.
-        """
-        check_is_fitted(self)
-        j = self._target_index(target)
-        codes = self._encode(self._validate_X(X, reset=False))
-        logs = []
-        for v in range(len(self.categories_[j])):
-            filled = codes.copy()
-            filled[j] = v
-            logs.append(self._log_likelihood(filled))
-        logs = np.column_stack(logs)
-        return np.exp(logs - logsumexp(logs, axis=1, keepdims=True))
-
-    def _target_index(self, target):
-        return target_index(self, target)
-
-    def predict_hidden_proba(self, X):
-        """Posterior ``P(h | x)`` of every hidden node given each row.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_hidden_nodes, n_states)
-            Hidden nodes in the order of ``tree_.hidden_nodes``; ``n_states`` is
-            ``n_members_ * n_hidden_states_``.
-        """
-        check_is_fitted(self)
-        ev = self._evidence(self._encode(self._validate_X(X, reset=False)))
-        hidden = self.tree_.hidden_nodes
-        out = np.zeros((ev.n_rows, len(hidden), self.n_members_ * self.n_hidden_states_))
-        if not hidden:
-            return out
-        post = hidden_posteriors(self.tree_, self.root_marginal_, self.cpts_, ev, hidden)
-        for t, h in enumerate(hidden):
-            out[:, t, : post[h].shape[1]] = post[h]
-        return out
-
-    def predict_proba(self, X):
-        """Posterior of the root hidden variable's states given each row.
-
-        The latent class of a row, as :meth:`sklearn.mixture.GaussianMixture.predict_proba`
-        gives the posterior of the mixture component: ``P(h_root = s | observed entries)``
-        for the ``n_members_ * n_hidden_states_`` states of the root ``tree_.root`` (a
-        hidden node at the centre of the tree); NaN entries are marginalised out. For
-        every hidden node use :meth:`predict_hidden_proba`; to classify rows by per-class
-        likelihoods use :class:`~ltm_sklearn.LatentTreeClassifier`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_states)
-            ``n_states`` is ``n_members_ * n_hidden_states_``; rows sum to 1. A tree without hidden
-            nodes (e.g. ``structure_ == "chow_liu"``) has a single latent class: one
-            column of ones.
-        """
-        check_is_fitted(self)
-        codes = self._encode(self._validate_X(X, reset=False))
-        root = self.tree_.root
-        if root < self.tree_.n_observed:  # no hidden node: one latent class
-            return np.ones((codes.shape[1], 1))  # codes are feature-major
-        ev = self._evidence(codes)
-        return hidden_posteriors(self.tree_, self.root_marginal_, self.cpts_, ev, [root])[root]
-
-    def predict(self, X):
-        """The most probable state of the root hidden variable for each row (the
-        argmax of :meth:`predict_proba`: a latent class assignment).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,) of int
-        """
-        return np.argmax(self.predict_proba(X), axis=1)
-
-    def sample(self, n_samples=1, random_state=None):
-        """Draw rows from the fitted model.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_features)
-            Values from ``categories_`` (object dtype when the columns hold non-numbers).
-        """
-        check_is_fitted(self)
-        if not isinstance(n_samples, (Integral, np.integer)) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
-        tree = self.tree_
-        rng = check_random_state(random_state)
-        states = sample_states(tree, self.root_marginal_, self.cpts_, int(n_samples), rng)
-        return self._decode(states[: tree.n_observed].T.copy(), random_state)
-
-    def _decode(self, codes, random_state=None):
-        """Values of sampled codes ``(n_samples, n_features)``."""
-        return self._encoder.inverse_transform(codes)
-
     def _shared_params(self):
         """Parameters that make per-class models of a classifier share this fit's tree."""
         return {"tree": self.tree_}
@@ -974,16 +554,3 @@ class BaseLatentTree(DensityMixin, BaseEstimator, metaclass=ABCMeta):
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
         return tags
-
-
-def _canonical_root(tree, root_marginal, cpts):
-    """The root's hidden states ordered by decreasing probability (children's tables
-    permuted alike): the same distribution, with state labels that do not depend on the
-    start, so that ``predict_proba`` is comparable between fits."""
-    if tree.root < tree.n_observed or len(root_marginal) < 2:
-        return root_marginal, cpts
-    perm = np.argsort(-np.asarray(root_marginal), kind="stable")
-    cpts = dict(cpts)
-    for c in tree.children[tree.root]:
-        cpts[c] = cpts[c][perm]
-    return np.asarray(root_marginal)[perm], cpts

@@ -20,7 +20,6 @@ from sklearn.utils.validation import (
 
 from .._engine.encoding import declared_categories
 from .._engine.mixed_columns import categorical_mask
-from .base import AUTO_HIDDEN_STATES, reset_fitted_state
 from .selection import TIE_TOL, paired_se
 from .sklearn_internals import (
     HasMethods,
@@ -31,6 +30,8 @@ from .sklearn_internals import (
     safe_indexing,
 )
 from .spectral import SpectralLatentTree
+from .structures import AUTO_HIDDEN_STATES
+from .validation import reset_fitted_state
 
 __all__ = ["LatentTreeClassifier"]
 
@@ -74,7 +75,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``CategoricalNB``'s model - when the estimator's structure is ``"auto"``; a
         :class:`~ltm_sklearn.KernelLatentTree` keeps its own ``alpha``), then the
         estimator's own structure at ``k' = 1, 2, 3, 4, 6, ...``
-        (:data:`~ltm_sklearn._estimators.base.AUTO_HIDDEN_STATES`, at most the rows of the
+        (:data:`~ltm_sklearn._estimators.structures.AUTO_HIDDEN_STATES`, at most the rows of the
         smallest class), growing while the log-loss improves by more than the standard
         error of the paired difference (the first ``k'`` that does not stops the growth
         and stays a candidate). The candidate with the lowest log-loss (within 1e-6: the

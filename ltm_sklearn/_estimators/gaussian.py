@@ -40,8 +40,8 @@ from .._algorithms.yeo_johnson import (
 )
 from .._engine.mixed_columns import column_scales
 from .._engine.tree import LatentTree
-from .base import check_frame_dtypes, reset_fitted_state, target_index
 from .sklearn_internals import Interval, StrOptions, check_sample_weight
+from .validation import check_frame_dtypes, reset_fitted_state, target_index
 
 __all__ = ["GaussianLatentTree"]
 

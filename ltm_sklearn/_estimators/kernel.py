@@ -66,14 +66,7 @@ from .._engine.kernel_features import KernelMoments, RBFFeatureMap
 from .._engine.mixed_columns import MixedEncoder, categorical_mask
 from .._engine.moments import MomentEstimator
 from .._engine.tree import LatentTree
-from .base import (
-    _K_FREE_STRUCTURES,
-    BaseLatentTree,
-    FittedModel,
-    check_frame_dtypes,
-    is_dask_collection,
-    reset_fitted_state,
-)
+from .base import BaseLatentTree, FittedModel
 from .gaussian import GaussianLatentTree
 from .selection import TIE_TOL, held_out_split
 from .sklearn_internals import (
@@ -84,6 +77,8 @@ from .sklearn_internals import (
     fit_context,
     safe_indexing,
 )
+from .structures import _K_FREE_STRUCTURES
+from .validation import check_frame_dtypes, is_dask_collection, reset_fitted_state
 
 #: leaf bandwidths tried per column, as multiples of Silverman's ``1.06 n^(-1/5)`` (in
 #: standard deviations of the column)
@@ -556,14 +551,11 @@ class KernelLatentTree(BaseLatentTree):
     #: on from where it stopped, so candidates are fitted once instead of racing
     _resumable_fits = False
 
-    def _fit_parameters(
-        self, tree, moments, rng, max_iter=None, second_start=False, early_stopping=None
-    ):
-        """The kernel estimate of Song, Parikh & Xing (NIPS 2011) (kept as ``raw_estimate_``), then
-        the explicit
-        model: tables over the bump centres recovered from the moments of the columns
-        discretised to their nearest centres (the discrete estimators' explicit recovery),
-        polished by EM on the bump densities (soft evidence)."""
+    def _initial_parameters(self, tree, moments, rng):
+        """The kernel estimate of Song, Parikh & Xing (NIPS 2011) (kept as
+        ``raw_estimate_``), then the explicit model's start: tables over the bump centres
+        recovered from the moments of the columns discretised to their nearest centres
+        (the discrete estimators' explicit recovery)."""
         d = moments.X.shape[1]
         extras = {}
         if tree.hidden_nodes:
@@ -577,6 +569,14 @@ class KernelLatentTree(BaseLatentTree):
             tree, coarse, self.n_hidden_states, np.zeros(d), fit_spectral, rng
         )
         root, cpts = expand_states(tree, root, cpts, self.n_hidden_states, rng, noise=0.05)
+        return root, cpts, extras
+
+    def _fit_parameters(
+        self, tree, moments, rng, max_iter=None, second_start=False, early_stopping=None
+    ):
+        """:meth:`_initial_parameters` polished by EM on the bump densities (soft
+        evidence)."""
+        root, cpts, extras = self._initial_parameters(tree, moments, rng)
         rows = np.flatnonzero(moments.sample_weight > 0)
         weights = moments.sample_weight[rows]
         cap = max(2000, MAX_EVIDENCE_ENTRIES // max(sum(self._leaf_sizes()), 1))

@@ -1,0 +1,112 @@
+"""``partial_fit`` of the discrete estimators: statistics of batches, and the model built
+from them when it is first read.
+
+:class:`PartialFitMixin` keeps the exact additive statistics of every batch
+(:class:`~ltm_sklearn._sources.streaming.RowStatistics`) and marks the model stale; the
+first read of a fitted attribute after a call (``tree_``, ``cpts_``, ... - the names of
+:data:`STREAM_BUILT`) builds it with the estimator's own ``_fit_moments``, so a stream of
+batches costs about one fit, however many batches there are.
+"""
+
+from __future__ import annotations
+
+from sklearn.utils import check_random_state
+
+from .._engine.encoding import declared_categories
+from .._sources.streaming import RowStatistics
+from .sklearn_internals import check_sample_weight
+from .validation import reset_fitted_state
+
+__all__ = ["PartialFitMixin", "STREAM_BUILT"]
+
+#: what partial_fit rebuilds from its statistics (when first read after a call)
+STREAM_BUILT = (
+    "_encoder",
+    "categories_",
+    "unseen_proba_",
+    "tree_",
+    "structure_",
+    "structure_scores_",
+    "n_hidden_states_",
+    "n_hidden_states_scores_",
+    "alpha_",
+    "alpha_scores_",
+    "n_members_",
+    "n_members_scores_",
+    "root_marginal_",
+    "cpts_",
+    "lower_bound_",
+    "n_iter_",
+    "converged_",
+    "raw_estimate_",
+)
+
+
+class PartialFitMixin:
+    """``partial_fit`` for an estimator with ``_validate_X``, ``_fit_moments`` and the
+    parameters ``categories``, ``random_state`` and ``n_jobs``."""
+
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Add a batch of rows to the statistics, for data that arrive in batches or do
+        not fit in memory.
+
+        The exact additive statistics (every pair and singleton table) and a uniform
+        sample of at most :data:`~ltm_sklearn._sources.streaming.SAMPLE_ROWS` rows are kept
+        (:mod:`ltm_sklearn._sources.streaming`); the model is rebuilt from them - tree, moment
+        estimate, EM on the sample - when it is first used after a call, so a stream of
+        batches costs about one fit. While at most ``SAMPLE_ROWS`` rows have been seen the
+        model equals ``fit`` on the concatenated batches; beyond, the tree still comes
+        from the exact pair tables of every row and the parameters from the sample.
+        Categories may first appear in any batch (the encoding grows; earlier counts are
+        kept); with ``categories`` given or pandas-declared, a value outside them is an
+        error as in ``fit``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            A batch, with the columns of the first one.
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        self
+        """
+        first = "_stream" not in self.__dict__
+        if first:
+            self._validate_params()
+            declared = declared_categories(X)
+        X = self._validate_X(X, reset=first)
+        sample_weight = check_sample_weight(sample_weight, X, dtype=float, ensure_non_negative=True)
+        if first:
+            seed = check_random_state(self.random_state).randint(2**31 - 1)
+            self._stream = RowStatistics(X.shape[1], random_state=seed)
+            self._stream_declared = declared
+        self._stream.add(X, sample_weight)
+        if self._stream.weight <= 0:
+            raise ValueError("sample_weight sums to zero: there is nothing to fit.")
+        self.n_samples_seen_ = self._stream.n_rows
+        reset_fitted_state(self, STREAM_BUILT)  # built again when first read
+        self._stream_stale = True
+        return self
+
+    def _build_from_stream(self):
+        """The model of the statistics accumulated by :meth:`partial_fit`."""
+        self._stream_stale = False
+        given = self.categories
+        if isinstance(given, str):
+            given = self._stream_declared or "auto"
+        names = getattr(self, "feature_names_in_", None)
+        encoder, perms = self._stream.final_encoder(given, names)
+        self._encoder = encoder
+        self.categories_ = encoder.categories_
+        self._fit_moments(self._stream.moments(encoder, perms, self.n_jobs), 3)
+
+    def __getattr__(self, name):
+        # after partial_fit the model is built when first read
+        if name in STREAM_BUILT and self.__dict__.get("_stream_stale"):
+            self._build_from_stream()
+            if name in self.__dict__:
+                return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

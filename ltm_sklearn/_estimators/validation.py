@@ -1,0 +1,72 @@
+"""Checks and bookkeeping the estimators share: input dtypes, Dask input, target columns,
+and the one way to forget a fit."""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["reset_fitted_state", "is_dask_collection", "target_index", "check_frame_dtypes"]
+
+#: private state of a fit, beside its public attributes (names with a trailing underscore)
+_PRIVATE_FIT_STATE = (
+    "_encoder",
+    "_columns",
+    "_leaf_widths",
+    "_stream",
+    "_stream_declared",
+    "_stream_stale",
+)
+
+
+def reset_fitted_state(est, names=None):
+    """Forget what an earlier fit set: the one way the estimators do it.
+
+    ``names=None`` removes every fitted attribute (a public name with a trailing
+    underscore) and the private state of a fit (:data:`_PRIVATE_FIT_STATE`), so that
+    nothing of an earlier fit - a raw estimate, selection scores, the other form of a
+    kernel model - outlives a new one; ``names`` removes those only (what
+    ``partial_fit`` rebuilds)."""
+    if names is None:
+        names = [
+            n
+            for n in vars(est)
+            if (n.endswith("_") and not n.startswith("_")) or n in _PRIVATE_FIT_STATE
+        ]
+    for name in names:
+        est.__dict__.pop(name, None)
+
+
+def is_dask_collection(X):
+    """Whether ``X`` is a Dask array or DataFrame (without importing Dask)."""
+    return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "to_delayed")
+
+
+def target_index(estimator, target):
+    """Index of the column ``target`` (an index, or a feature name seen in ``fit``)."""
+    names = getattr(estimator, "feature_names_in_", None)
+    n_features = estimator.n_features_in_
+    if isinstance(target, str):
+        if names is None or target not in list(names):
+            raise ValueError(f"Unknown target column {target!r}.")
+        return int(list(names).index(target))
+    if not isinstance(target, (Integral, np.integer)) or not 0 <= target < n_features:
+        raise ValueError(
+            f"target must be a column index in [0, {n_features}) or a feature name, got {target!r}."
+        )
+    return int(target)
+
+
+def check_frame_dtypes(X, allowed, estimator):
+    """Reject DataFrame columns whose dtype the estimator cannot read, naming them."""
+    if not isinstance(X, pd.DataFrame):
+        return
+    for name, dtype in X.dtypes.items():
+        kind = getattr(dtype, "kind", "O")
+        if kind not in allowed:
+            raise TypeError(
+                f"{estimator} cannot read column {name!r} of dtype {dtype}: convert it first "
+                "(e.g. dates to numbers or categories)."
+            )
