@@ -38,10 +38,8 @@ from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
-from sklearn.base import clone
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._algorithms.em import fit_em
 from .._algorithms.kernel_leaves import (
@@ -67,15 +65,13 @@ from .._engine.mixed_columns import MixedEncoder, categorical_mask
 from .._engine.moments import MomentEstimator
 from .._engine.tree import LatentTree
 from .base import BaseLatentTree, FittedModel
-from .gaussian import GaussianLatentTree
-from .selection import TIE_TOL, held_out_split
+from .kernel_forms import GaussianFormMixin, answered_by_gaussian_form
+from .kernel_queries import SCORE_BLOCK, KernelQueryMixin
 from .sklearn_internals import (
     Interval,
     StrOptions,
     available_if,
-    check_sample_weight,
     fit_context,
-    safe_indexing,
 )
 from .structures import _K_FREE_STRUCTURES
 from .validation import check_frame_dtypes, is_dask_collection, reset_fitted_state
@@ -89,8 +85,6 @@ WIDE_BUMP = 3.0
 #: EM of the explicit model reads at most this many evidence entries (rows x centres);
 #: larger data are subsampled (weighted) for EM
 MAX_EVIDENCE_ENTRIES = 25_000_000
-#: rows scored per block
-_SCORE_BLOCK = 8192
 
 __all__ = ["KernelLatentTree", "KernelEvaluation"]
 
@@ -148,7 +142,7 @@ class KernelEvaluation:
         return msg
 
 
-class KernelLatentTree(BaseLatentTree):
+class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
     """Latent tree density of continuous data by kernel embeddings (Song, Parikh & Xing (NIPS
     2011)).
 
@@ -642,23 +636,7 @@ class KernelLatentTree(BaseLatentTree):
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
         if getattr(getattr(X, "dtype", None), "kind", "") == "c":  # before reading columns
             raise ValueError("Complex data not supported: the columns must be real numbers.")
-        categorical = np.flatnonzero(categorical_mask(X, self.categorical_features))
-        if self.hidden == "gaussian" and categorical.size:
-            names = [str(c) for c in X.columns[categorical]] if hasattr(X, "columns") else None
-            raise ValueError(
-                f"hidden='gaussian' models continuous columns only, but column(s) "
-                f"{names or categorical.tolist()} are categorical: use hidden='discrete', or "
-                "hidden='auto' (which keeps the discrete form on mixed tables)."
-            )
-        scores = {}
-        if self.hidden == "discrete" or categorical.size:
-            form = "discrete"
-        elif self.hidden == "gaussian":
-            form = "gaussian"
-        else:
-            scores = self._form_scores(X, sample_weight)
-            better = scores["gaussian"] > scores["discrete"] + TIE_TOL
-            form = "gaussian" if better else "discrete"
+        form, scores = self._choose_form(X, sample_weight)
         if form == "discrete":
             super().fit(X, y, sample_weight)
         else:
@@ -666,64 +644,12 @@ class KernelLatentTree(BaseLatentTree):
         self.hidden_, self.hidden_scores_ = form, scores
         return self
 
-    def _gaussian_estimator(self, tree=None):
-        """The Gaussian form (unfitted): its own defaults, ``tree`` when given."""
-        return GaussianLatentTree(
-            structure="auto" if tree is None else tree,
-            tol=self.tol,
-            random_state=self.random_state,
-        )
-
-    def _fit_gaussian(self, X, sample_weight):
-        """Fit the Gaussian form on ``X`` (continuous columns) into ``gaussian_model_``."""
-        A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
-        names = getattr(self, "feature_names_in_", None)
-        names = None if names is None else [str(f) for f in names]
-        tree = None
-        if self.tree is not None:
-            # the Gaussian form allows columns inside the tree (its Chow-Liu trees)
-            tree = LatentTree.coerce(
-                self.tree, A.shape[1], feature_names=names, observed_leaves_only=False
-            )
-        model = self._gaussian_estimator(tree).fit(A, sample_weight=sample_weight)
-        self.gaussian_model_ = model
-        self.tree_ = LatentTree(model.tree_.edges, A.shape[1], feature_names=names)
-        self.structure_ = model.structure_
-        self.is_categorical_ = np.zeros(A.shape[1], dtype=bool)
-        self.categories_ = [None] * A.shape[1]
-
-    def _form_scores(self, X, sample_weight):
-        """``hidden="auto"``: held-out log-likelihood per row of the discrete and the
-        Gaussian form, both fitted on the training part of the split of
-        :func:`~ltm_sklearn._estimators.selection.held_out_split` on the rows' values."""
-        A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
-        sample_weight = check_sample_weight(sample_weight, A, dtype=float, ensure_non_negative=True)
-        split = held_out_split(A.T, sample_weight, self.random_state)
-        if split is None or split.train.size < 2:
-            raise ValueError(
-                "hidden='auto' holds out a fifth of the rows to choose the form and needs at "
-                f"least 10 rows, got n_samples={len(A)} (total weight "
-                f"{sample_weight.sum():g}). Pass hidden='discrete' or hidden='gaussian'."
-            )
-        X = X if isinstance(X, pd.DataFrame) else A  # DataFrames keep their names
-        X_train, X_val = safe_indexing(X, split.train), safe_indexing(X, split.rows)
-        w_train, w_val = split.train_weights, split.weights
-        forms = {
-            "discrete": clone(self).set_params(hidden="discrete"),
-            "gaussian": clone(self).set_params(hidden="gaussian"),
-        }
-        scores = {}
-        for form, model in forms.items():
-            model.fit(X_train, sample_weight=w_train)
-            scores[form] = float(np.average(model.score_samples(X_val), weights=w_val))
-        return scores
-
     def _model_log_density(self, fitted, Z):
         """Log-density of standardised rows under ``fitted``, in the units of ``X``."""
         out = np.empty(Z.shape[0])
-        for start in range(0, Z.shape[0], _SCORE_BLOCK):
-            ev = self._evidence(Z[start : start + _SCORE_BLOCK])
-            out[start : start + _SCORE_BLOCK] = (
+        for start in range(0, Z.shape[0], SCORE_BLOCK):
+            ev = self._evidence(Z[start : start + SCORE_BLOCK])
+            out[start : start + SCORE_BLOCK] = (
                 log_likelihood(fitted.tree, fitted.root_marginal, fitted.cpts, ev) + ev.log_scale
             )
         # the density of the standardised columns, back in the units of X (Jacobian)
@@ -737,15 +663,7 @@ class KernelLatentTree(BaseLatentTree):
         fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
         return self._model_log_density(fitted, data.X)
 
-    # ------------------------------------------------------------------ the two forms
-    def _gaussian_form(self):
-        check_is_fitted(self)
-        return self.hidden_ == "gaussian"
-
-    def _gaussian_rows(self, X):
-        """``X`` validated against the fit, as floats (what ``gaussian_model_`` reads)."""
-        return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
-
+    @answered_by_gaussian_form
     def score_samples(self, X):
         """Log-density of each row in the units of ``X`` (times the probability of the
         categorical entries); NaN entries are marginalised out exactly.
@@ -754,10 +672,9 @@ class KernelLatentTree(BaseLatentTree):
         -------
         ndarray of shape (n_samples,)
         """
-        if self._gaussian_form():
-            return self.gaussian_model_.score_samples(self._gaussian_rows(X))
         return super().score_samples(X)
 
+    @answered_by_gaussian_form
     def predict_proba(self, X):
         """Posterior of the root's states given each row: the root hidden variable of the
         discrete form (see :meth:`BaseLatentTree.predict_proba`), the discrete root (the
@@ -768,8 +685,6 @@ class KernelLatentTree(BaseLatentTree):
         ndarray of shape (n_samples, n_states)
             Rows sum to 1.
         """
-        if self._gaussian_form():
-            return self.gaussian_model_.predict_proba(self._gaussian_rows(X))
         return super().predict_proba(X)
 
     def predict_hidden_proba(self, X):
@@ -788,6 +703,7 @@ class KernelLatentTree(BaseLatentTree):
             )
         return super().predict_hidden_proba(X)
 
+    @answered_by_gaussian_form
     def sample(self, n_samples=1, random_state=None):
         """Draw rows from the fitted model.
 
@@ -796,8 +712,6 @@ class KernelLatentTree(BaseLatentTree):
         ndarray of shape (n_samples, n_features)
             In the units of ``X`` (an object array when there are categorical columns).
         """
-        if self._gaussian_form():
-            return self.gaussian_model_.sample(n_samples, random_state)
         return super().sample(n_samples, random_state)
 
     def raw_log_abs(self, X):
@@ -817,126 +731,6 @@ class KernelLatentTree(BaseLatentTree):
         sign, logabs = spectral_log_abs(self.raw_estimate_, data)
         jacobian = np.where(np.isnan(data.X), 0.0, np.log(self.scale_)).sum(axis=1)
         return sign, logabs - jacobian
-
-    # ------------------------------------------------------------------ queries
-    def conditional_mean(self, X, target):
-        """``E[X_target | observed entries of each row]`` under the fitted density.
-
-        The target column of ``X`` is ignored; NaN entries of the other columns are
-        marginalised out. In the discrete form ``int x p(x, x_rest) dx / int p(x, x_rest)
-        dx`` is two message passes: the target leaf sends its centres (shifted to be
-        positive) and then ones, since every bump integrates to one and has its centre as
-        mean. The Gaussian form conditions exactly
-        (:meth:`GaussianLatentTree.conditional_mean`).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        target : int or str
-            Column index, or a feature name when fitted on a DataFrame.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return self._conditional_moments(X, target, variance=False)[0]
-
-    def conditional_variance(self, X, target):
-        """``Var[X_target | observed entries of each row]`` under the fitted density.
-
-        As :meth:`conditional_mean`; in the discrete form one more message pass, the
-        target leaf sending the second moments ``(c - s)^2 + h^2`` of its bumps (centre
-        ``c`` shifted by ``s``, bandwidth ``h``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        target : int or str
-            Column index, or a feature name when fitted on a DataFrame.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            In the squared units of ``X``.
-        """
-        return self._conditional_moments(X, target, variance=True)[1]
-
-    def _conditional_moments(self, X, target, variance):
-        """``(conditional mean, conditional variance or None)`` of a continuous column."""
-        gaussian = self._gaussian_form()
-        j = self._target_index(target)
-        if gaussian:
-            A = self._gaussian_rows(X)
-            if variance:
-                return None, self.gaussian_model_.conditional_variance(A, j)
-            return self.gaussian_model_.conditional_mean(A, j), None
-        if self.is_categorical_[j]:
-            raise TypeError(
-                f"Column {target!r} is categorical: use conditional_proba(X, target) for "
-                "P(X_target = v | other columns)."
-            )
-        Z = self._encode(self._validate_X(X, reset=False)).X.copy()
-        Z[:, j] = np.nan
-        centres = self.centres_[j]
-        shift = centres.min() - 1.0  # positive messages: E[x] = E[x - shift] + shift
-        first = centres - shift
-        mean, second = np.empty(Z.shape[0]), np.empty(Z.shape[0])
-        for start in range(0, Z.shape[0], _SCORE_BLOCK):
-            ev = self._evidence(Z[start : start + _SCORE_BLOCK])
-            den = log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev)
-            ev.vectors[j] = np.repeat(first[None, :], ev.n_rows, axis=0)
-            num = log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev)
-            mean[start : start + _SCORE_BLOCK] = np.exp(num - den)
-            if variance:
-                moment = first**2 + self._leaf_widths[j] ** 2
-                ev.vectors[j] = np.repeat(moment[None, :], ev.n_rows, axis=0)
-                num = log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev)
-                second[start : start + _SCORE_BLOCK] = np.exp(num - den)
-        scale = self.scale_[j]
-        var = np.maximum(second - mean**2, 0.0) * scale**2 if variance else None
-        return (mean + shift) * scale + self.center_[j], var
-
-    def conditional_proba(self, X, target):
-        """``P(X_target = v | observed entries of each row)`` for every category ``v`` of a
-        categorical column.
-
-        The target column of ``X`` is ignored; NaN entries of the other columns are
-        marginalised out (continuous ones integrated, categorical ones summed).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        target : int or str
-            A categorical column: index, or feature name when fitted on a DataFrame.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, len(categories_[target]))
-            Columns follow ``categories_[target]``; rows sum to 1.
-        """
-        check_is_fitted(self)
-        j = self._target_index(target)
-        if not self.is_categorical_[j]:
-            raise TypeError(
-                f"Column {target!r} is continuous and has no categories: use "
-                "conditional_mean(X, target) for E[X_target | other columns]."
-            )
-        Z = self._encode(self._validate_X(X, reset=False)).X.copy()
-        Z[:, j] = np.nan
-        n_cat = len(self.categories_[j])
-        out = np.empty((Z.shape[0], n_cat))
-        for start in range(0, Z.shape[0], _SCORE_BLOCK):
-            ev = self._evidence(Z[start : start + _SCORE_BLOCK])
-            logs = []
-            for v in range(n_cat):
-                ev.vectors[j] = np.zeros((ev.n_rows, n_cat))
-                ev.vectors[j][:, v] = 1.0
-                logs.append(log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev))
-            logs = np.column_stack(logs)
-            out[start : start + _SCORE_BLOCK] = np.exp(
-                logs - logsumexp(logs, axis=1, keepdims=True)
-            )
-        return out
 
     def _decode(self, codes, random_state=None):
         """Sampled leaf states to values: a bump's centre plus Gaussian noise of its

@@ -1,0 +1,135 @@
+"""The two forms of :class:`~ltm_sklearn.KernelLatentTree`'s hidden variables, as
+composition.
+
+``hidden="discrete"`` is the kernel model itself; ``hidden="gaussian"`` fits a
+:class:`~ltm_sklearn.GaussianLatentTree` on the same columns and keeps it as
+``gaussian_model_``; ``hidden="auto"`` fits both on the training rows of one held-out
+split and keeps the better (:meth:`GaussianFormMixin._choose_form`). The public methods
+that the Gaussian model answers are marked with :func:`answered_by_gaussian_form`: one
+mechanism routes them, instead of a branch in each.
+"""
+
+from __future__ import annotations
+
+import inspect
+from functools import wraps
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._engine.mixed_columns import categorical_mask
+from .._engine.tree import LatentTree
+from .gaussian import GaussianLatentTree
+from .selection import TIE_TOL, held_out_split
+from .sklearn_internals import check_sample_weight, safe_indexing
+
+__all__ = ["GaussianFormMixin", "answered_by_gaussian_form"]
+
+
+def answered_by_gaussian_form(method):
+    """Decorator: when the fit chose the Gaussian form, ``gaussian_model_`` answers the
+    method of the same name, with ``X`` validated against this fit (as floats) and a
+    ``target`` column given as its index; otherwise the method runs."""
+    signature = inspect.signature(method)
+
+    @wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if not self._gaussian_form():
+            return method(self, *args, **kwargs)
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        arguments.pop("self")
+        if "X" in arguments:
+            arguments["X"] = self._gaussian_rows(arguments["X"])
+        if "target" in arguments:
+            arguments["target"] = self._target_index(arguments["target"])
+        return getattr(self.gaussian_model_, method.__name__)(**arguments)
+
+    return wrapper
+
+
+class GaussianFormMixin:
+    """The choice of the form and the fit of the Gaussian one, for
+    :class:`~ltm_sklearn.KernelLatentTree` (parameters ``hidden``, ``tree``, ``tol``,
+    ``random_state``, ``categorical_features``)."""
+
+    def _choose_form(self, X, sample_weight):
+        """``(form, held-out scores of the forms)``: ``hidden``, the discrete form on a
+        table with categorical columns, or with ``"auto"`` the better held-out
+        log-likelihood (:meth:`_form_scores`; ties: discrete)."""
+        categorical = np.flatnonzero(categorical_mask(X, self.categorical_features))
+        if self.hidden == "gaussian" and categorical.size:
+            names = [str(c) for c in X.columns[categorical]] if hasattr(X, "columns") else None
+            raise ValueError(
+                f"hidden='gaussian' models continuous columns only, but column(s) "
+                f"{names or categorical.tolist()} are categorical: use hidden='discrete', or "
+                "hidden='auto' (which keeps the discrete form on mixed tables)."
+            )
+        if self.hidden == "discrete" or categorical.size:
+            return "discrete", {}
+        if self.hidden == "gaussian":
+            return "gaussian", {}
+        scores = self._form_scores(X, sample_weight)
+        better = scores["gaussian"] > scores["discrete"] + TIE_TOL
+        return ("gaussian" if better else "discrete"), scores
+
+    def _gaussian_estimator(self, tree=None):
+        """The Gaussian form (unfitted): its own defaults, ``tree`` when given."""
+        return GaussianLatentTree(
+            structure="auto" if tree is None else tree,
+            tol=self.tol,
+            random_state=self.random_state,
+        )
+
+    def _fit_gaussian(self, X, sample_weight):
+        """Fit the Gaussian form on ``X`` (continuous columns) into ``gaussian_model_``."""
+        A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else [str(f) for f in names]
+        tree = None
+        if self.tree is not None:
+            # the Gaussian form allows columns inside the tree (its Chow-Liu trees)
+            tree = LatentTree.coerce(
+                self.tree, A.shape[1], feature_names=names, observed_leaves_only=False
+            )
+        model = self._gaussian_estimator(tree).fit(A, sample_weight=sample_weight)
+        self.gaussian_model_ = model
+        self.tree_ = LatentTree(model.tree_.edges, A.shape[1], feature_names=names)
+        self.structure_ = model.structure_
+        self.is_categorical_ = np.zeros(A.shape[1], dtype=bool)
+        self.categories_ = [None] * A.shape[1]
+
+    def _form_scores(self, X, sample_weight):
+        """``hidden="auto"``: held-out log-likelihood per row of the discrete and the
+        Gaussian form, both fitted on the training part of the split of
+        :func:`~ltm_sklearn._estimators.selection.held_out_split` on the rows' values."""
+        A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
+        sample_weight = check_sample_weight(sample_weight, A, dtype=float, ensure_non_negative=True)
+        split = held_out_split(A.T, sample_weight, self.random_state)
+        if split is None or split.train.size < 2:
+            raise ValueError(
+                "hidden='auto' holds out a fifth of the rows to choose the form and needs at "
+                f"least 10 rows, got n_samples={len(A)} (total weight "
+                f"{sample_weight.sum():g}). Pass hidden='discrete' or hidden='gaussian'."
+            )
+        X = X if isinstance(X, pd.DataFrame) else A  # DataFrames keep their names
+        X_train, X_val = safe_indexing(X, split.train), safe_indexing(X, split.rows)
+        w_train, w_val = split.train_weights, split.weights
+        forms = {
+            "discrete": clone(self).set_params(hidden="discrete"),
+            "gaussian": clone(self).set_params(hidden="gaussian"),
+        }
+        scores = {}
+        for form, model in forms.items():
+            model.fit(X_train, sample_weight=w_train)
+            scores[form] = float(np.average(model.score_samples(X_val), weights=w_val))
+        return scores
+
+    def _gaussian_form(self):
+        check_is_fitted(self)
+        return self.hidden_ == "gaussian"
+
+    def _gaussian_rows(self, X):
+        """``X`` validated against the fit, as floats (what ``gaussian_model_`` reads)."""
+        return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")
