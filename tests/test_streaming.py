@@ -199,3 +199,18 @@ def test_dask_reads_the_projected_moments_in_one_pass(Est, client, monkeypatch):
     est = Est(2, max_iter=0, random_state=0, **kw).fit(da.from_array(X, chunks=1000))
     assert passes == ["_projected_sums"]
     np.testing.assert_allclose(est.score_samples(X), ref.score_samples(X), atol=1e-8)
+
+
+def test_moment_sources_declare_their_capabilities():
+    from ltm_sklearn._engine.moments import MomentEstimator, MomentSource
+
+    codes = np.random.RandomState(0).randint(0, 3, size=(4, 50))
+    in_memory = MomentEstimator(codes, [3, 3, 3, 3])
+    assert isinstance(in_memory, MomentSource)
+    assert in_memory.exact_tiles and in_memory.n_rows_total is None
+    assert in_memory.sample_moments() is in_memory
+    streamed = _streaming.StatisticsMoments(codes, [3, 3, 3, 3])
+    assert isinstance(streamed, MomentSource) and streamed.exact_tiles
+    # codes that are a sample of the rows must not stand in for the exact pair tables
+    streamed.sampled = True
+    assert not streamed.exact_tiles and not streamed.subset([0, 1]).exact_tiles

@@ -17,11 +17,12 @@ feature maps of continuous columns in :mod:`~ltm_sklearn._engine.kernel_features
 from __future__ import annotations
 
 import math
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 
-__all__ = ["MomentEstimator"]
+__all__ = ["MomentSource", "MomentEstimator"]
 
 # Dense counting is used for a projected moment when the full table is at most this large.
 _DENSE_TABLE_LIMIT = 4096
@@ -35,6 +36,45 @@ def _chunks(n, n_chunks):
 
 def _effective_jobs(n_jobs):
     return 1 if n_jobs is None else effective_n_jobs(n_jobs)
+
+
+@runtime_checkable
+class MomentSource(Protocol):
+    """What the algorithms read from a source of moments.
+
+    :class:`MomentEstimator` (rows in memory), the accumulated statistics of
+    ``partial_fit`` and the Dask source (:mod:`ltm_sklearn._sources`) implement all of
+    it; the kernel moments (:class:`~.kernel_features.KernelMoments`) and the algorithms'
+    own sources (the observable representation, tensor unfoldings) implement the tables
+    they serve. A capability is an attribute or a method with a meaning for every
+    source, never probed with ``hasattr``:
+
+    * ``exact_tiles`` - :meth:`MomentEstimator.pair_tiles` reads every row (not a
+      sample), so the structure may read the pair tables in tiles;
+    * ``sample_moments()`` - the moments of the rows in memory (the source itself, or a
+      Dask source's uniform sample), for moments asked one after another;
+    * ``prefetch(run, rng)`` - compute in one pass the projected moments ``run(rng)``
+      will ask for (a no-op in memory);
+    * ``n_rows_total`` - rows of the data, when more than the rows in memory
+      (``None``: the rows in memory are the data).
+    """
+
+    n_states: np.ndarray
+    sample_weight: np.ndarray
+    exact_tiles: bool
+    n_rows_total: int | None
+
+    def singletons(self): ...
+
+    def pairs(self, pairs): ...
+
+    def pair(self, i, j): ...
+
+    def projected(self, requests): ...
+
+    def sample_moments(self): ...
+
+    def prefetch(self, run, rng): ...
 
 
 class MomentEstimator:
@@ -55,6 +95,11 @@ class MomentEstimator:
     (no second pass over the data for a pair already counted).
     """
 
+    #: :meth:`pair_tiles` reads every row of the data (see :class:`MomentSource`)
+    exact_tiles = True
+    #: rows of the data beyond those in memory (``None``: none beyond)
+    n_rows_total = None
+
     def __init__(self, codes, n_states, sample_weight=None, n_jobs=None):
         self.codes = codes
         self.n_states = np.asarray(n_states, dtype=np.int64)
@@ -69,6 +114,13 @@ class MomentEstimator:
     @property
     def n_samples(self):
         return self.codes.shape[1]
+
+    def sample_moments(self):
+        """The moments of the rows in memory: all of them."""
+        return self
+
+    def prefetch(self, run, rng):
+        """Nothing to compute ahead: the rows are in memory."""
 
     def subset(self, columns):
         """The moments of some columns only (a new estimator over ``codes[columns]``)."""

@@ -401,8 +401,7 @@ class BaseLatentTree(
             first = self._initial_parameters(tree, moments, r)
             return first, (self._second_start(tree, moments, r) if second_start else None)
 
-        if hasattr(moments, "prefetch"):  # distributed data: its moments in one pass
-            moments.prefetch(starts, rng)
+        moments.prefetch(starts, rng)  # distributed data: its moments in one pass
         (root, cpts, extras), second = starts(rng)
         # the better training objective is kept (the raw estimate stays the estimator's)
         others = () if second is None else (second,)
@@ -453,7 +452,7 @@ class BaseLatentTree(
             dtype=dtype,
             early_stopping=early_stopping,
         )
-        if max_iter > 0 and getattr(moments, "n_rows_total", 0) > moments.n_samples:
+        if max_iter > 0 and (moments.n_rows_total or 0) > moments.n_samples:
             # distributed data beyond the sample: EM goes on over every partition
             root, cpts, objective, more, converged, _ = fit_em(
                 tree,

@@ -148,7 +148,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     def _build_tree(self, moments, method):
         # distributed data: the quartet tests (one fourth-order moment each, asked one
         # after another) read the uniform sample, not the whole data
-        moments = moments.sample_moments() if hasattr(moments, "sample_moments") else moments
+        moments = moments.sample_moments()
         tree, info = learn_tree_quartets(
             moments,
             self.n_hidden_states_,

@@ -53,7 +53,7 @@ class StructureMixin:
         if method == "grouped_hclt":
             return grouped_chow_liu(mutual_information(moments))
         if method == "quartet":  # on Dask the tests, asked one after another, read the sample
-            sample = moments.sample_moments() if hasattr(moments, "sample_moments") else moments
+            sample = moments.sample_moments()
             return learn_tree_quartets(sample, self.n_hidden_states_)[0]
         D = spectral_distance(moments, self.n_hidden_states_)
         return learn_tree(

@@ -272,6 +272,11 @@ class StatisticsMoments(MomentEstimator):
     total_weight = None
     sampled = False
 
+    @property
+    def exact_tiles(self):
+        """The pair tiles read ``codes``: every row only when they are not a sample."""
+        return not self.sampled
+
     def for_parameters(self):
         if not self.sampled:
             return self

@@ -44,7 +44,7 @@ def spectral_distance(moments, n_hidden_states):
     D = np.zeros((d, d))
     # log pdet_k diag P[X_i] for every k: cumulative sums of the sorted log marginals
     own = [np.cumsum(np.log(np.maximum(np.sort(p)[::-1], _TINY))) for p in singles]
-    if d * (d - 1) // 2 > _TILED_PAIRS and hasattr(moments, "pair_tiles"):
+    if d * (d - 1) // 2 > _TILED_PAIRS and moments.exact_tiles:
         return _tiled_spectral_distance(moments, n_hidden_states, own)
     for keys, tables in _grouped_pairs(moments):
         k = min(n_hidden_states, *tables.shape[1:])
