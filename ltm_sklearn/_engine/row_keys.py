@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["row_keys", "holdout_weights"]
+__all__ = ["row_hash", "row_keys", "holdout_weights"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -21,8 +21,9 @@ def _mix(h):
     return h ^ (h >> np.uint64(31))
 
 
-def _row_hash(values, seed):
-    """A 64-bit hash of every row's values (``values`` feature-major)."""
+def row_hash(values, seed):
+    """A 64-bit hash of every row's values (``values`` feature-major): the one row
+    hash of the package (held-out splits, identical rows merged for EM)."""
     values = np.asarray(values)
     n = values.shape[1]
     if values.dtype.kind == "f":
@@ -62,7 +63,7 @@ def row_keys(values, seed=0):
     -------
     ndarray of shape (n_rows,)
     """
-    h = _row_hash(values, seed)
+    h = row_hash(values, seed)
     n = h.size
     order = np.argsort(h, kind="stable")
     sorted_h = h[order]
@@ -102,7 +103,7 @@ def holdout_weights(values, weights, share, seed=0, max_units=4096):
         The key of each group's first unit, on the group's first row (1 elsewhere): an
         order in which to keep rows when fewer are wanted.
     """
-    h = _row_hash(values, seed)
+    h = row_hash(values, seed)
     n = h.size
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
