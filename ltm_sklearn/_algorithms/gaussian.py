@@ -53,6 +53,8 @@ __all__ = [
     "leaf_groups",
     "group_noise",
     "sample_nodes",
+    "component_conditionals",
+    "cluster_correlations",
 ]
 
 _LOG_2PI = np.log(2.0 * np.pi)
@@ -782,3 +784,52 @@ def chow_liu_from_statistics(total, s1, s2, previous=None):
     if previous is not None and tree.edges == previous.edges:
         return previous
     return tree
+
+
+def component_conditionals(Z, tree, trees, params, target):
+    """Gaussian conditioning of column ``target`` on the observed entries of each row
+    (NaN missing; the target's own entries are ignored), per component of a mixture of
+    tree Gaussians: ``(means, variances, posteriors)``, each ``(n_rows, n_components)``.
+
+    Within a component the conditional of a Gaussian is Gaussian, with mean
+    ``mu_t + S_to S_oo^-1 (z_o - mu_o)`` and variance ``S_tt - S_to S_oo^-1 S_ot``; the
+    posteriors weigh the components by the density of the observed entries.
+    """
+    K = params.n_components
+    means, variances = np.zeros((len(Z), K)), np.zeros((len(Z), K))
+    patterns = missing_patterns(Z)
+    j = target
+    for k in range(K):
+        mean, cov = joint_moments(trees[k], *params.component(k))
+        for observed, rows in patterns:
+            obs = np.flatnonzero(observed)
+            if obs.size == 0:
+                means[rows, k], variances[rows, k] = mean[j], cov[j, j]
+                continue
+            gain = np.linalg.solve(cov[np.ix_(obs, obs)], cov[obs, j])
+            means[rows, k] = mean[j] + (Z[np.ix_(rows, obs)] - mean[obs]) @ gain
+            variances[rows, k] = cov[j, j] - cov[j, obs] @ gain
+    joint = mixture_log_density(Z, tree, params, patterns)[1]
+    post = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+    return means, variances, post
+
+
+def cluster_correlations(Z, labels, sample_weight):
+    """Weighted correlations of the columns within each k-means cluster, and the clusters'
+    shares of the weight.
+
+    Clusters of fewer than ``d + 2`` rows are left out (their correlations are too noisy
+    to add); without labels, or when every cluster is that small, the overall correlation.
+    """
+    if labels is None:
+        return [pairwise_correlation(Z, sample_weight)], [1.0]
+    corrs, sizes = [], []
+    for c in np.unique(labels):
+        rows = labels == c
+        if rows.sum() >= Z.shape[1] + 2:
+            corrs.append(pairwise_correlation(Z[rows], sample_weight[rows]))
+            sizes.append(float(sample_weight[rows].sum()))
+    if not corrs:
+        return [pairwise_correlation(Z, sample_weight)], [1.0]
+    sizes = np.asarray(sizes) / np.sum(sizes)
+    return corrs, list(sizes)

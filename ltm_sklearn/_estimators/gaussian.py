@@ -14,10 +14,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._algorithms.gaussian import (
+    cluster_correlations,
+    component_conditionals,
     fit_gaussian_tree,
-    joint_moments,
     leaf_groups,
-    missing_patterns,
     mixture_log_density,
     n_free_parameters,
     sample_nodes,
@@ -29,7 +29,6 @@ from .._algorithms.structure import (
     grouped_chow_liu,
     hidden_chow_liu,
     learn_tree,
-    pairwise_correlation,
 )
 from .._algorithms.structure.learn import DISTANCE_METHODS
 from .._algorithms.yeo_johnson import (
@@ -254,7 +253,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             return LatentTree.coerce(method, d, feature_names=names, observed_leaves_only=False)
         if method == "full":
             return LatentTree.star(d, feature_names=names)
-        corrs, sizes = _cluster_correlations(Z, labels, sw)
+        corrs, sizes = cluster_correlations(Z, labels, sw)
         if method in ("chow_liu", "hclt", "grouped_hclt", "tree_mixture", "grouped_leaves"):
             # Gaussian mutual information -log(1 - rho^2) / 2, averaged over the clusters
             info = sum(w * gaussian_information(c) for c, w in zip(corrs, sizes))
@@ -514,22 +513,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         X = self._validate_X(X, reset=False).copy()
         X[:, j] = np.nan
         Z = self._to_model(X)[0]
-        params = self.params_
-        K = params.n_components
-        means, variances = np.zeros((len(Z), K)), np.zeros((len(Z), K))
-        patterns = missing_patterns(Z)
-        for k in range(K):
-            mean, cov = joint_moments(self.trees_[k], *params.component(k))
-            for observed, rows in patterns:
-                obs = np.flatnonzero(observed)
-                if obs.size == 0:
-                    means[rows, k], variances[rows, k] = mean[j], cov[j, j]
-                    continue
-                gain = np.linalg.solve(cov[np.ix_(obs, obs)], cov[obs, j])
-                means[rows, k] = mean[j] + (Z[np.ix_(rows, obs)] - mean[obs]) @ gain
-                variances[rows, k] = cov[j, j] - cov[j, obs] @ gain
-        joint = mixture_log_density(Z, self.tree_, params, patterns)[1]
-        post = np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+        means, variances, post = component_conditionals(Z, self.tree_, self.trees_, self.params_, j)
         if self.lambdas_[j] == 1.0:  # linear in the tree's units
             m = (post * means).sum(1)
             v = (post * (variances + means**2)).sum(1) - m**2
@@ -614,24 +598,3 @@ def _group_grid(name, grid, d, distinct, optional):
 
 def _is(value, name):
     return isinstance(value, str) and value == name
-
-
-def _cluster_correlations(Z, labels, sample_weight):
-    """Weighted correlations of the columns within each k-means cluster, and the clusters'
-    shares of the weight.
-
-    Clusters of fewer than ``d + 2`` rows are left out (their correlations are too noisy
-    to add); without labels, or when every cluster is that small, the overall correlation.
-    """
-    if labels is None:
-        return [pairwise_correlation(Z, sample_weight)], [1.0]
-    corrs, sizes = [], []
-    for c in np.unique(labels):
-        rows = labels == c
-        if rows.sum() >= Z.shape[1] + 2:
-            corrs.append(pairwise_correlation(Z[rows], sample_weight[rows]))
-            sizes.append(float(sample_weight[rows].sum()))
-    if not corrs:
-        return [pairwise_correlation(Z, sample_weight)], [1.0]
-    sizes = np.asarray(sizes) / np.sum(sizes)
-    return corrs, list(sizes)
