@@ -1,5 +1,9 @@
 """Gaussian latent trees and mixtures of them: linear-Gaussian nodes on a tree.
 
+One concept - the linear-Gaussian tree and the mixture of such trees under a discrete
+root - with everything that reads its parameters: joint moments, densities with missing
+entries, EM, the moment start, conditioning and sampling.
+
 Every node ``v`` of the tree (observed column or continuous hidden variable) is linear
 in its parent ``u``::
 

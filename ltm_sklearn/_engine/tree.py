@@ -1,5 +1,9 @@
 """Latent tree topologies: construction, validation, rooting, traversal orders and I/O.
 
+One concept, :class:`LatentTree` and the few functions on its topology (attaching
+columns, choosing the root's state order); most of the length is its I/O (edge lists,
+Newick, networkx) and drawing.
+
 Node numbering follows the convention of the whole package: the observed variables are
 nodes ``0 .. n_observed - 1`` (the columns of ``X``, in order) and hidden nodes are numbered
 after them, ``n_observed .. n_nodes - 1``.

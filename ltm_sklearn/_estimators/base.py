@@ -1,13 +1,21 @@
 """Shared machinery of the discrete latent tree estimators.
 
-:class:`BaseLatentTree` owns validation, categorical encoding, the tree (given, learned or
-selected), EM polishing and every public method (``fit``, ``score_samples``, ``score``,
-``conditional_proba``, ``predict_hidden_proba``, ``sample``); a subclass fills one hook:
+:class:`BaseLatentTree` owns validation, categorical encoding, ``fit``, the moment start
+and EM polishing, members, and scoring; it is assembled from one-role mixins - the tree
+of a fit and a selection's candidates (:mod:`.structures`), the queries (:mod:`.queries`),
+``partial_fit`` (:mod:`.partial_fit`) - and the automatic fit is
+:func:`~.auto_fit.select_model`. A subclass implements one abstract hook:
 
 * ``_initial_parameters(tree, moments, random_state)`` -> ``(root_marginal, cpts,
   extras)``: an explicit starting point on ``tree`` recovered from the moments (the
   estimator's own algorithm), and anything it wants to keep (``extras``, e.g. the raw
   observable representation of the spectral algorithm).
+
+A model of other data (:class:`~ltm_sklearn.KernelLatentTree`) also overrides the data
+hooks (``_validate_X``, ``_fit_encoding``, ``_encode``, ``_moments``, ``_unseen_proba``,
+``_evidence``, ``_decode``, ``_row_values``), the structure hooks (``_learn_tree``,
+``_tree_rank``, ``_auto_candidates``) and the model hooks (``_fit_parameters``,
+``_held_out_log_likelihood``, ``_log_likelihood``).
 
 The model
 ---------
@@ -78,8 +86,7 @@ _FLOAT32_STATES = 16
 _EXPAND_NOISE = 0.05
 #: EM iterations on every row after a selection that trained on most of them: the
 #: selection's fits stopped at their held-out optimum on fewer rows, and all the rows move
-#: it on (test log-likelihood per row after 10 / 40 / 300 iterations: jester -52.270 /
-#: -52.251 / -52.244, the last costing 4x the refit time; digits demo -27.568 / -27.536)
+#: it on a little (docs/architecture.md, "Tuning constants")
 _REFIT_MAX_ITER = 40
 
 
@@ -89,9 +96,8 @@ class BaseLatentTree(
     """Base class of the discrete latent tree estimators (see the module docstring)."""
 
     #: ``alpha`` of the naive-Bayes candidate of ``LatentTreeClassifier(n_hidden_states=
-    #: "auto")``: add-one on the category tables, ``CategoricalNB``'s default (0.5 measured
-    #: worse on 6 of the 8 bundled tables, e.g. lymphography 5-fold log-loss 0.049 vs
-    #: 0.041); ``None`` keeps the estimator's own
+    #: "auto")``: add-one on the category tables, as ``CategoricalNB``'s default (0.5 is
+    #: worse: docs/architecture.md, "Tuning constants"); ``None`` keeps the estimator's own
     _independence_alpha = 1.0
     #: estimators without the ``n_members`` parameter (``KernelLatentTree``) fit one member
     n_members = 1
@@ -387,10 +393,9 @@ class BaseLatentTree(
         score with ``early_stopping``); with ``second_start`` also :meth:`_second_start`,
         the better one kept."""
         if tree.hidden_nodes and self.n_hidden_states_ > moment_states(moments.n_states):
-            # more hidden states than the moments identify: EM from a random start (on the
-            # density benchmark's hidden Chow-Liu trees it ends above the moment start
-            # copied to k' states at k' >= 4: nltcs valid -6.083 vs -6.128 at k' = 4,
-            # -5.944 vs -5.970 at k' = 32; plants -13.02 vs -13.61 at k' = 16)
+            # more hidden states than the moments identify: EM from a random start, which
+            # ends above the moment start copied to k' states (docs/architecture.md,
+            # "Tuning constants")
             n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
             root, cpts = random_cpts(tree, n_states, rng)
             return self._polish(

@@ -264,9 +264,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         # the Gaussian metric -log |corr| of each cluster, averaged: additive on the shared
         # tree whatever the signs and strengths of each component's edges
         D = sum(w * correlation_distance(c) for c, w in zip(corrs, sizes))
-        # the censored check of "me" without the length condition: on the Gaussian metric
-        # it cost structure="me" 0.05-0.47 nats per row on breast cancer, wdbc and magic
-        # (bench_continuous; it was chosen on the spectral metric's sweep)
+        # the censored check of "me" without the length condition, which was chosen on the
+        # spectral metric and costs the Gaussian metric's trees (docs/architecture.md,
+        # "Tuning constants")
         return learn_tree(
             D, method, n_samples=Z.shape[0], feature_names=names, censored_max_excess=None
         )

@@ -30,6 +30,12 @@ every column is a mixture of Gaussian bumps at its landmarks
 (:mod:`ltm_sklearn._algorithms.kernel_leaves`), whose tables start from the discrete spectral
 recovery on the nearest-landmark discretisation and are polished by EM with the bump
 densities as soft evidence.
+
+One concept, the kernel model's estimator: its data hooks (the mixed-column encoding of
+:mod:`~ltm_sklearn._engine.mixed_columns`, feature maps, bandwidths) and model hooks (the
+moment start, EM on bump evidence, scoring); about a third of the module is the class
+docstring. The Gaussian form is in :mod:`.kernel_forms`, the conditional queries in
+:mod:`.kernel_queries`.
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ from scipy.sparse.csgraph import dijkstra
 __all__ = ["censored_residual", "saturation_level"]
 
 #: distances above ``0.5 log N - _DELTA`` are censored (their standard error exceeds
-#: ``exp(-_DELTA)``); chosen on the sweep of bench_structure.py (1.5: 7, 1.75: 3-4,
-#: 2.0: 4-5 cells over ten seeds where the search trails NJ / CLNJ)
+#: ``exp(-_DELTA)``); chosen on bench_structure.py (docs/architecture.md, "Tuning
+#: constants")
 _DELTA = 1.75
 
 

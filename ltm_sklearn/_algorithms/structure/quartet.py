@@ -334,9 +334,8 @@ def build_tree_quartets(
 
 #: most sweeps of quartet interchanges after the insertions
 _MAX_SWEEPS = 10
-#: an interchange needs its pairing's summed quartet score this share below the edge's
-#: (measured on 16-32-leaf trees at 1e4 rows and a 100-step chain at 5,000 rows: wrong
-#: interchanges gained 6-8%, 2 of 14 right ones 5-8%, the others 10-67%)
+#: an interchange needs its pairing's summed quartet score this share below the edge's:
+#: wrong interchanges gain less (measurements: docs/architecture.md, "Tuning constants")
 _MIN_GAIN = 0.1
 
 
