@@ -213,7 +213,7 @@ def report():
             continue
         label, row = path.stem.split("-", 1)
         parts[(label, row)] = json.loads(path.read_text())
-    order = {"before": 0, "prev": 1, "after": 2}
+    order = {"before": 0, "prev": 1, "start": 2, "after": 3}
     labels = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 3), s))
     header = ["row"]
     for label in labels:
@@ -244,15 +244,16 @@ def report():
             "",
             f"Machine: {machine()}. One fit per cell, run one at a time (labels: `before` "
             "is the code before the selection engine, commit a76d29f, whose E-step ran on "
-            "one core; `prev` the selection engine's second stop, commit 3e2de24; `after` "
-            "the current code). The `before` cells of plants, baudio, jester and "
-            "bnetflix are that code's `bench_debd.md` run (noted in the cell). The "
-            "machine's speed drifted by up to 2x between sessions (digits: 34 s for "
-            "`prev` on one day, 47-54 s on the next, slowing within the session): compare "
-            "cells measured together. `prev` and `after` of digits, truth-k3 and nltcs "
-            "ran alternately in one session, `prev` first each time; alternated in one "
-            "process (the engine of 3e2de24 against this one, same models), the digits "
-            "fit took 48.1 / 45.3 s and 52.0 / 50.1 s. "
+            "one core; `prev` the selection engine's second stop, commit 3e2de24; `start` "
+            "the code of commit 8c01b63; `after` the current code). The `before` cells of "
+            "plants, baudio, jester and bnetflix are that code's `bench_debd.md` run "
+            "(noted in the cell). The machine's speed drifts by up to 2x between sessions "
+            "and within one: compare cells measured together. `start` and `after` of "
+            "digits, truth-k3 and nltcs ran alternately in one session (digits twice: "
+            "52.6 / 53.8 s `start` first, 61.2 / 55.2 s `after` first; the table holds the "
+            "second round); `prev` and `before` in earlier sessions. The `after` cells of "
+            "the larger density sets ran on a machine shared with other work (a test "
+            "suite, other fits): their times are upper bounds, not comparable with `prev`. "
             "`gmm-digits` is the GaussianMixture BIC grid (1-10 components) on the "
             "same digits rows, for time only (a density of the levels as numbers is not "
             "comparable in nats).",
