@@ -59,44 +59,6 @@ def test_newick_column_indices_still_accepted_with_names():
     assert est.tree_.n_observed == 4
 
 
-# ---------------------------------------------------------------- kernel mixed column
-def _mixed_column_table():
-    X = np.random.default_rng(0).normal(size=(300, 2)).astype(object)
-    X[::3, 1] = "x"
-    return X
-
-
-def test_kernel_mixed_object_column_named():
-    with pytest.raises(ValueError) as info:
-        KernelLatentTree().fit(_mixed_column_table())
-    message = str(info.value)
-    assert message.startswith("KernelLatentTree: column 1 is modelled as categorical")
-    assert "'x'" in message and "categorical_features" in message
-    assert "Model numeric columns with KernelLatentTree" not in message
-
-
-def test_kernel_mixed_object_column_named_in_frame():
-    X = pd.DataFrame(_mixed_column_table(), columns=["u", "v"])
-    X["u"] = X["u"].astype(float)
-    with pytest.raises(ValueError, match="column 'v' is modelled as categorical"):
-        KernelLatentTree().fit(X)
-
-
-def test_kernel_declared_categorical_continuous_column_named():
-    X = np.random.default_rng(0).normal(size=(300, 3))
-    with pytest.raises(ValueError) as info:
-        KernelLatentTree(categorical_features=[2]).fit(X)
-    message = str(info.value)
-    assert "column 2 is modelled as categorical" in message
-    assert "leave it out of categorical_features" in message
-
-
-def test_categorical_estimators_keep_their_advice():
-    X = np.random.default_rng(0).normal(size=(300, 3))
-    with pytest.raises(ValueError, match="Column 0 looks continuous.*KernelLatentTree"):
-        SpectralLatentTree().fit(X)
-
-
 # ---------------------------------------------------------------- writing of a tree
 @pytest.fixture(scope="module")
 def lettered():

@@ -50,43 +50,6 @@ class MixedTruth:
         return log_likelihood(m.tree, m.root_marginal, m.cpts, DenseEvidence(vectors))
 
 
-def test_column_types_from_dtypes_and_overrides():
-    X = pd.DataFrame(
-        {
-            "f": [0.1, 0.5, 1.2, 0.3] * 5,
-            "i": [1, 2, 3, 4] * 5,
-            "cat": pd.Categorical(list("abab") * 5),
-            "obj": ["u", "v", "u", None] * 5,
-            "b": [True, False] * 10,
-            "s": pd.array(list("xyxy") * 5, dtype="string"),
-        }
-    )
-    est = KernelLatentTree(max_iter=5, random_state=0).fit(X)
-    assert est.is_categorical_.tolist() == [False, False, True, True, True, True]
-    assert est.categories_[1] is None and list(est.categories_[3]) == ["u", "v"]
-    assert np.isnan(est.bandwidths_[2]) and est.bandwidths_[0] > 0
-    for spec in (["i", "cat", "obj", "b", "s"], [1, 2, 3, 4, 5], [0, 1, 1, 1, 1, 1]):
-        spec = np.asarray(spec, dtype=bool) if len(spec) == 6 else spec
-        est = KernelLatentTree(categorical_features=spec, max_iter=5).fit(X)
-        assert est.is_categorical_.tolist() == [False, True, True, True, True, True]
-    # object arrays: columns holding labels are categorical
-    est = KernelLatentTree(max_iter=5).fit(X.to_numpy(dtype=object))
-    assert est.is_categorical_.tolist() == [False, False, True, True, True, True]
-    with pytest.raises(ValueError, match="unknown columns"):
-        KernelLatentTree(categorical_features=["nope"]).fit(X)
-    with pytest.raises(ValueError, match="indices outside"):
-        KernelLatentTree(categorical_features=[9]).fit(X)
-    with pytest.raises(ValueError, match="boolean mask must have 6"):
-        KernelLatentTree(categorical_features=[True, False]).fit(X)
-    with pytest.raises(ValueError, match="names columns"):
-        KernelLatentTree(categorical_features=["a"]).fit(X.to_numpy(dtype=object))
-    with pytest.raises(TypeError, match="'cat' is modelled as continuous.*'a'"):
-        KernelLatentTree(categorical_features=None).fit(X)
-    empty = X.assign(obj=pd.Series([None] * len(X), dtype=object))
-    with pytest.raises(ValueError, match=r"Columns \[3\] have no observed value"):
-        KernelLatentTree().fit(empty)
-
-
 def _grid_mass(est, X_cat, numeric_cols, grid):
     """Sum over the categories of ``X_cat`` (a frame of the categorical columns, one row
     per configuration) of the integral of the density over ``grid`` per numeric column."""

@@ -1,37 +1,8 @@
 import numpy as np
-import pandas as pd
 import pytest
 
-from ltm_sklearn._engine.encoding import MISSING, UNSEEN, CategoricalEncoder
+from ltm_sklearn._engine.encoding import MISSING
 from ltm_sklearn._engine.moments import MomentEstimator
-
-
-def test_encoder_value_types():
-    X = pd.DataFrame(
-        {
-            "s": ["a", "b", None, "a"],
-            "f": [1.0, 2.0, np.nan, 1.0],
-            "c": pd.Categorical(["x", "y", "x", "y"]),
-            "i": [3, 3, 4, 4],
-        }
-    )
-    enc = CategoricalEncoder().fit(X)
-    assert enc.categories_ == [["a", "b"], [1, 2], ["x", "y"], [3, 4]]
-    codes = enc.transform(X)
-    assert codes.shape == (4, 4)
-    assert codes[0].tolist() == [0, 1, MISSING, 0]
-    assert codes[1].tolist() == [0, 1, MISSING, 0]
-    # whole-number floats and ints are one category; unseen values get their own code
-    new = pd.DataFrame({"s": ["z"], "f": [2], "c": ["x"], "i": [5.0]})
-    assert enc.transform(new)[:, 0].tolist() == [UNSEEN, 1, 0, UNSEEN]
-
-
-def test_encoder_rejects_inf_and_unhashable():
-    with pytest.raises(ValueError, match="infinite"):
-        CategoricalEncoder().fit(np.array([[1.0, np.inf]]))
-    X = np.array([[1, {"a": 1}]], dtype=object)
-    with pytest.raises(TypeError, match="hashable"):
-        CategoricalEncoder().fit(X)
 
 
 def _random_codes(rng, n, n_states, missing=0.0):

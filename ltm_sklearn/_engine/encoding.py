@@ -173,7 +173,12 @@ class CategoricalEncoder:
         if share < _RETYPED_SHARE:
             return
         fitted = {str(v): v for v in self.categories_[j]}
-        matches = [(v, fitted[str(v)]) for v in uniques if not _is_missing(v) and str(v) in fitted]
+        known = set(self.categories_[j])  # a value found in fit is no mismatch
+        matches = [
+            (v, fitted[str(v)])
+            for v in uniques
+            if not _is_missing(v) and str(v) in fitted and v not in known
+        ]
         if matches:
             names = getattr(self, "_feature_names", None)
             name = repr(str(names[j])) if names is not None else str(j)

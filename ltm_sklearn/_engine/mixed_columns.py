@@ -191,7 +191,8 @@ class MixedEncoder:
                         "the continuous columns (or declare the column categorical)."
                     )
                 given = [given[j] for j in cat]
-            sub_names = None if self._names is None else [self._names[j] for j in cat]
+            # the encoder's messages name a column by its name, or its position in X
+            sub_names = [self._names[j] if self._names is not None else str(j) for j in cat]
             self._encoder = CategoricalEncoder("auto" if given is None else given)
             sub = X[:, cat]
             try:
