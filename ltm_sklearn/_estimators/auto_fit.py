@@ -67,30 +67,6 @@ def _rungs(cap):
     return (*rungs, cap)
 
 
-def _outpaced(alive, level_scores, scores, previous, k, trees, held, lls):
-    """The structures that go on from level ``k`` below the first pruning: all but the
-    latent structures that trail the level's latent leader by more than the leader
-    gained over the previous level, and by more than two paired standard errors, while
-    gaining no more than it did - a structure that needs more than a level's progress of
-    the leader to catch up, and does not close in (on the digits demo the
-    minimum-evolution, CLNJ and star trees trail the hidden Chow-Liu tree by 4-6 nats at
-    k' = 3 and never reach it; the grouped one trails by 0.7 and leads from k' = 8 on).
-    A tree without hidden nodes costs nothing more and goes on."""
-    latent = [n for n in alive if trees[n].hidden_nodes]
-    if len(latent) < 2:
-        return list(alive)
-    lead = max(latent, key=lambda n: level_scores[n])
-    gain = {n: level_scores[n] - scores.get((n, previous), -np.inf) for n in latent}
-    pace = gain[lead]
-
-    def outpaced(n):
-        behind = level_scores[lead] - level_scores[n]
-        se = paired_se(lls[(lead, k)], lls[(n, k)], held.weights)
-        return n != lead and behind > max(pace, 2.0 * se) and gain[n] <= pace
-
-    return [n for n in alive if n not in latent or not outpaced(n)]
-
-
 def _clearly_worse(lls, key, best, held, n_se=2.0):
     """Whether the held-out log-likelihoods of ``key`` are below those of ``best`` by
     more than ``n_se`` paired standard errors."""
@@ -216,10 +192,6 @@ def select_model(est, moments, rng):
 
             text = ", ".join(f"{n} {s:.4f}{gap(n)}" for n, s in level_scores.items())
             print(f"k'={k}: held-out log-likelihood per row {text}")
-        if previous is not None and k < _AUTO_PRUNE_FROM:
-            ladder["alive"] = _outpaced(
-                alive, level_scores, scores, previous, k, level_trees, held, lls
-            )
         if k >= _AUTO_PRUNE_FROM:
             gains = {n: s - scores.get((n, previous), -np.inf) for n, s in level_scores.items()}
             ranked = sorted(
