@@ -213,7 +213,7 @@ def report():
             continue
         label, row = path.stem.split("-", 1)
         parts[(label, row)] = json.loads(path.read_text())
-    order = {"before": 0, "prev": 1, "start": 2, "after": 3}
+    order = {"before": 0, "prev": 1, "start": 2, "prune": 3, "after": 4}
     labels = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 3), s))
     header = ["row"]
     for label in labels:
@@ -245,13 +245,16 @@ def report():
             f"Machine: {machine()}. One fit per cell, run one at a time (labels: `before` "
             "is the code before the selection engine, commit a76d29f, whose E-step ran on "
             "one core; `prev` the selection engine's second stop, commit 3e2de24; `start` "
-            "the code of commit 8c01b63; `after` the current code). The `before` cells of "
+            "the code of commit 8c01b63, whose models the current code reproduces "
+            "exactly (benchmarks/score_fingerprint.py); `prune` commit 1138465, a rule "
+            "that stopped racing the structures that fell behind below k' = 8, measured and "
+            "reverted (baudio -0.116). The `before` cells of "
             "plants, baudio, jester and bnetflix are that code's `bench_debd.md` run "
             "(noted in the cell). The machine's speed drifts by up to 2x between sessions "
-            "and within one: compare cells measured together. `start` and `after` of "
+            "and within one: compare cells measured together. `start` and `prune` of "
             "digits, truth-k3 and nltcs ran alternately in one session (digits twice: "
-            "52.6 / 53.8 s `start` first, 61.2 / 55.2 s `after` first; the table holds the "
-            "second round); `prev` and `before` in earlier sessions. The `after` cells of "
+            "52.6 / 53.8 s `start` first, 61.2 / 55.2 s `prune` first; the table holds the "
+            "second round); `prev` and `before` in earlier sessions. The `prune` cells of "
             "the larger density sets ran on a machine shared with other work (a test "
             "suite, other fits): their times are upper bounds, not comparable with `prev`. "
             "`gmm-digits` is the GaussianMixture BIC grid (1-10 components) on the "
