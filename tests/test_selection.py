@@ -2,10 +2,14 @@
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 
 from ltm_sklearn import SpectralLatentTree
 from ltm_sklearn._algorithms.em import EarlyStopping, fit_em, node_states, random_cpts
 from ltm_sklearn._engine.inference import CodeEvidence, log_likelihood
+from ltm_sklearn._estimators import candidates
+from ltm_sklearn._estimators.candidates import task_seed
+from ltm_sklearn._estimators.fits import FittedModel, average_fits
 from ltm_sklearn._estimators.selection import (
     TIE_TOL,
     best_key,
@@ -145,3 +149,57 @@ def test_auto_fit_stops_on_held_out_and_warns_nothing():
         warnings.simplefilter("error")
         est = SpectralLatentTree(n_hidden_states="auto", random_state=0).fit(X)
     assert est.converged_
+
+
+def test_race_in_batches_runs_the_same_race():
+    rates = {"a": 1.0, "b": 3.0, "c": 2.0}
+    calls = []
+
+    def one(key, effort, last):
+        return -rates[key] / effort
+
+    def batch(keys, effort, last):
+        calls.append((tuple(keys), effort))
+        return [one(k, effort, last) for k in keys]
+
+    assert race(list(rates), one, (2, 4, 8)) == race(list(rates), batch, (2, 4, 8), batch=True)
+    # every rung is one call with the candidates still racing
+    assert calls == [(("a", "b", "c"), 2), (("a", "c"), 4), (("a",), 8)]
+
+
+def test_task_seeds_depend_on_the_key_only():
+    a = task_seed(7, 0, 4, 2, 50)
+    assert a == task_seed(7, 0, 4, 2, 50)
+    assert (
+        len({a, task_seed(7, 0, 4, 2, 12), task_seed(7, 1, 4, 2, 50), task_seed(8, 0, 4, 2, 50)})
+        == 4
+    )
+
+
+def test_candidates_side_by_side_give_the_same_model(monkeypatch):
+    # the candidate fits of a selection in worker processes or in this one: one model
+    model, X, X_test = _ground_truth(n=3000)
+    kw = dict(n_hidden_states="auto", random_state=0, n_jobs=2)
+    monkeypatch.setattr(candidates, "SIDE_BY_SIDE_SECONDS", np.inf)
+    here = SpectralLatentTree(**kw).fit(X)
+    monkeypatch.setattr(candidates, "SIDE_BY_SIDE_SECONDS", 0.0)
+    apart = SpectralLatentTree(**kw).fit(X)
+    assert here.n_hidden_states_ == apart.n_hidden_states_
+    assert here.n_members_ == apart.n_members_
+    assert here.n_hidden_states_scores_ == apart.n_hidden_states_scores_
+    np.testing.assert_array_equal(here.score_samples(X_test), apart.score_samples(X_test))
+
+
+def test_members_scored_as_the_average_of_their_densities():
+    # select_members scores the average of m fits by the mean of their densities row by
+    # row; the averaged latent tree (average_fits) has exactly that density
+    model, X, X_test = _ground_truth(n=500)
+    tree = model.tree
+    n_states = node_states(tree, [4] * tree.n_observed, 3)
+    rng = np.random.RandomState(0)
+    members = [FittedModel(tree, *random_cpts(tree, n_states, rng)) for _ in range(3)]
+    ev = CodeEvidence(X_test.T, [4] * tree.n_observed)
+    lls = [log_likelihood(tree, f.root_marginal, f.cpts, ev) for f in members]
+    average = average_fits(members)
+    mixed = log_likelihood(tree, average.root_marginal, average.cpts, ev)
+    np.testing.assert_allclose(logsumexp(lls, axis=0) - np.log(3), mixed, rtol=1e-10)

@@ -209,6 +209,11 @@ class KernelMoments:
         ``feature_map.transform(X)`` if already computed (shared by per-class moments).
     """
 
+    #: the capabilities of :class:`~.moments.MomentSource`: every row is in memory, and
+    #: there are no tiles of pair tables
+    exact_tiles = False
+    n_rows_total = None
+
     def __init__(self, feature_map, X, sample_weight=None, features=None):
         self.feature_map = feature_map
         self.X = np.asarray(X, dtype=float)

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._algorithms.em import EarlyStopping, can_average_members, node_states, random_cpts
+from .._algorithms.em import can_average_members
+from .._engine.threads import block_threads
 from .._engine.tree import LatentTree
-from .fits import DEFAULT_ALPHA, TABLE_MEMORY, FittedModel, ModelChoice, average_fits, moment_states
+from .candidates import CandidateTask, early_stopping, run_tasks, task_seed
+from .fits import DEFAULT_ALPHA, TABLE_MEMORY, ModelChoice, moment_states
 from .selection import PATIENCE, TIE_TOL, best_key, grow, paired_se, race
 
-__all__ = ["select_model", "select_alpha", "select_members", "early_stopping"]
+__all__ = ["select_model", "select_alpha", "select_members"]
+
+#: the phases of a selection, in the keys of its tasks' seeds (:func:`task_seed`)
+_LADDER, _FINAL, _ALPHA, _MEMBERS = range(4)
 
 #: latent structures carried from one ``k'`` to the next by ``n_hidden_states="auto"``
 #: once ``k' >= _AUTO_PRUNE_FROM`` (below, every candidate is fitted: at small ``k'`` the
@@ -42,10 +47,6 @@ _GROW_NOISE = 0.5
 #: precision than the final fit), and the first rung's share of them
 _SELECTION_MAX_ITER = 50
 _FIRST_RUNG = 6
-#: EM's held-out stopping rule in a selection: a reading every ``_CHECK_EVERY`` steps,
-#: stop after ``_CHECK_PATIENCE`` readings without improvement
-_CHECK_EVERY = 5
-_CHECK_PATIENCE = 3
 #: ``alpha="auto"``: the search starts from the default pseudo-count and moves by
 #: ``_ALPHA_FACTOR`` while the held-out score improves, within ``[_ALPHA_MIN, _ALPHA_MAX]``
 _ALPHA_FACTOR = 2.0
@@ -105,6 +106,9 @@ def select_model(est, moments, rng):
     the better of the two is chosen.
     """
     names = est._candidate_structures()
+    # every fit of the selection draws from a stream of its own (see candidates.py)
+    base_seed = rng.randint(np.iinfo(np.int32).max)
+    alpha_seed = task_seed(base_seed, _ALPHA)
     auto_k = isinstance(est.n_hidden_states, str)
     grid = est._hidden_state_grid(moments) if auto_k else [int(est.n_hidden_states)]
     split = est._selection_split(moments)
@@ -150,36 +154,39 @@ def select_model(est, moments, rng):
                 continue
             racing.append(name)
 
-        def advance(name, effort, last):
-            tree, fitted = level_trees[name], fits.get((name, k))
-            stopping = early_stopping(est, tree, moments, held, unseen) if last else None
-            if fitted is None:
-                start = fits.get((name, previous))
-                grown = k > moment_states(train.n_states)  # else a moment start
-                if start is not None and start.tree.edges == tree.edges and grown:
-                    root, cpts = start.root_marginal, start.cpts
-                    fitted = est._polish(
-                        tree, train, root, cpts, {}, rng, effort, noise=_GROW_NOISE,
-                        early_stopping=stopping,
-                    )  # fmt: skip
+        def advance(racing_names, effort, last):
+            tasks, done = [], {}
+            for name in racing_names:
+                tree, fitted = level_trees[name], fits.get((name, k))
+                seed = task_seed(base_seed, _LADDER, k, names.index(name), effort)
+                if fitted is None:
+                    start = fits.get((name, previous))
+                    grown = k > moment_states(train.n_states)  # else a moment start
+                    if start is not None and start.tree.edges == tree.edges and grown:
+                        task = CandidateTask(
+                            k, tree, "grown", effort, last, seed, start, _GROW_NOISE
+                        )
+                    else:
+                        task = CandidateTask(k, tree, "own", effort, last, seed)
+                elif fitted.converged:  # nothing more to gain on the training rows
+                    done[name] = scores[(name, k)]
+                    continue
                 else:
-                    fitted = est._fit_parameters(
-                        tree, train, rng, max_iter=effort, early_stopping=stopping
+                    task = CandidateTask(
+                        k, tree, "resume", effort - fitted.n_iter, last, seed, fitted
                     )
-            elif fitted.converged:  # nothing more to gain on the training rows
-                return scores[(name, k)]
-            else:
-                fitted = est._resume(fitted, train, rng, effort - fitted.n_iter, stopping)
-            ll = est._held_out_log_likelihood(fitted, moments, held.rows, unseen)
-            fits[(name, k)], lls[(name, k)] = fitted, ll
-            scores[(name, k)] = held.mean(ll)
-            return scores[(name, k)]
+                tasks.append((name, task))
+            results = run_tasks(est, [t for _, t in tasks], train, moments, held, unseen)
+            for (name, _), (fitted, ll) in zip(tasks, results):
+                fits[(name, k)], lls[(name, k)] = fitted, ll
+                scores[(name, k)] = done[name] = held.mean(ll)
+            return [done[name] for name in racing_names]
 
         # up to the first pruning every structure finishes: the pruning compares
         # them at equal effort (cut at an early rung, the structure that leads
         # baudio from k' = 24 on ranked third at k' = 8 and was dropped)
         finish = len(racing) if k <= _AUTO_PRUNE_FROM else min(_AUTO_KEEP, len(racing))
-        race(racing, advance, rungs, keep=finish)
+        race(racing, advance, rungs, keep=finish, batch=True)
         level_scores = {n: scores[(n, k)] for n in alive}
         if est.verbose:
             lead = best_key(level_scores, names.index)
@@ -253,21 +260,29 @@ def select_model(est, moments, rng):
         }
         if others:
             finalists.append(best_key(others, order))
-    for key in finalists:
-        fit = fits[key]
-        if fit.converged or fit.n_iter >= est.max_iter:
-            continue
-        est.n_hidden_states_ = key[1]
-        stopping = early_stopping(est, fit.tree, moments, held, unseen)
-        more = est._resume(fit, train, rng, est.max_iter - fit.n_iter, stopping)
-        fits[key] = more
-        lls[key] = est._held_out_log_likelihood(more, moments, held.rows, unseen)
+    running = [
+        key for key in finalists if not fits[key].converged and fits[key].n_iter < est.max_iter
+    ]
+    tasks = [
+        CandidateTask(
+            key[1],
+            fits[key].tree,
+            "resume",
+            est.max_iter - fits[key].n_iter,
+            True,
+            task_seed(base_seed, _FINAL, key[1], names.index(key[0])),
+            fits[key],
+        )  # fmt: skip
+        for key in running
+    ]
+    for key, (more, ll) in zip(running, run_tasks(est, tasks, train, moments, held, unseen)):
+        fits[key], lls[key] = more, ll
         if est.verbose:
             print(
                 f"k'={key[1]}, {key[0]}: held-out {scores[key]:.4f} after the race, "
-                f"{held.mean(lls[key]):.4f} after {more.n_iter} EM iterations"
+                f"{held.mean(ll):.4f} after {more.n_iter} EM iterations"
             )
-        scores[key] = held.mean(lls[key])
+        scores[key] = held.mean(ll)
     top = best_key({key: scores[key] for key in finalists}, order)
     name_best, k_best = top
     est.n_hidden_states_ = k_best
@@ -280,7 +295,7 @@ def select_model(est, moments, rng):
         choice.k_scores = dict(sorted(choice.k_scores.items()))
     if isinstance(est.alpha, str):
         choice.alpha, choice.alpha_scores, choice.fit = select_alpha(
-            est, choice.fit, train, moments, split, rng, cap
+            est, choice.fit, train, moments, split, np.random.RandomState(alpha_seed), cap
         )
     if auto_k and isinstance(est.n_members, str):
         # the fit the chosen one grew from: the level below, same tree
@@ -291,21 +306,11 @@ def select_model(est, moments, rng):
             if k_best > moment_states(train.n_states):
                 grown_from = below[-1]
         choice.members, choice.member_scores = select_members(
-            est, choice.fit, train, moments, split, rng, cap, est.max_iter, grown_from
+            est, choice.fit, train, moments, split, base_seed, cap, est.max_iter, grown_from
         )
     if est.verbose:
         print(f"chose k'={k_best}, structure={name_best!r}")
     return choice
-
-
-def early_stopping(est, tree, moments, held, unseen):
-    """EM's stopping rule on the held-out rows of a selection."""
-
-    def score(root, cpts):
-        fitted = FittedModel(tree, root, cpts)
-        return held.mean(est._held_out_log_likelihood(fitted, moments, held.rows, unseen))
-
-    return EarlyStopping(score, every=_CHECK_EVERY, patience=_CHECK_PATIENCE, tol=TIE_TOL)
 
 
 def select_alpha(est, start, train_moments, moments, split, rng, max_iter):
@@ -367,7 +372,7 @@ def select_alpha(est, start, train_moments, moments, split, rng, max_iter):
     return best, dict(sorted(scores.items())), fits[best]
 
 
-def select_members(est, first, train_moments, moments, split, rng, cap, max_iter, grown_from):
+def select_members(est, first, train_moments, moments, split, base_seed, cap, max_iter, grown_from):
     """The fits averaged by ``n_members="auto"``, chosen on the held-out rows of
     ``split`` with the model: ``(fits, scores per number of members)``.
 
@@ -396,60 +401,78 @@ def select_members(est, first, train_moments, moments, split, rng, cap, max_iter
     if not tree.hidden_nodes or not can_average_members(tree):
         return [first], {}
     fits = [first]
-    lls = [est._held_out_log_likelihood(first, moments, held.rows, unseen)]
-    n_states = node_states(tree, train_moments.n_states, k)
+    average = est._held_out_log_likelihood(first, moments, held.rows, unseen)
     kinds = ["random"] if grown_from is None else ["random", "grown"]
+    sizes = []  # the numbers of members whose tables fit the memory budget
+    for m in range(2, _AUTO_MAX_MEMBERS + 1):
+        if est._table_bytes(moments, k * m) > TABLE_MEMORY:
+            break
+        sizes.append(m)
+    jobs = block_threads(est.n_jobs)
+    ready = {}  # m -> (fit, its held-out log-likelihoods), run ahead side by side
 
-    def start(kind):
+    def task(m, kind, effort, last, fit=None):
+        seed = task_seed(base_seed, _MEMBERS, m, ("random", "grown").index(kind))
+        if fit is not None:
+            return CandidateTask(k, tree, "resume", effort - fit.n_iter, last, seed, fit)
         if kind == "random":
-            return (*random_cpts(tree, n_states, rng), None)
-        return grown_from.root_marginal, grown_from.cpts, _GROW_NOISE
+            return CandidateTask(k, tree, "random", effort, last, seed)
+        return CandidateTask(k, tree, "grown", effort, last, seed, grown_from, _GROW_NOISE)
+
+    def averaged(ll, m):
+        """Held-out log-likelihoods of the average of the kept fits and one more, the
+        ``m``-th (the average's density is the mean of its members', row by row)."""
+        n = len(fits)
+        assert n == m - 1, "a member is added only while each one before it was kept"
+        return np.logaddexp(average + np.log(n), ll) - np.log(n + 1)
+
+    def run(batch):
+        return run_tasks(est, batch, train_moments, moments, held, unseen)
 
     def add(m):
-        if est._table_bytes(moments, k * m) > TABLE_MEMORY:
+        nonlocal average
+        if m not in sizes:
             return None
-        tried = {}  # kind -> (fit, held-out log-likelihoods of the average)
+        if len(kinds) > 1 and cap < max_iter:
+            # the kinds race: the one whose average leads after the candidates' budget
+            # of iterations goes on to the stopping rule
+            tried = {}
 
-        def advance(kind, effort, last):
-            stopping = early_stopping(est, tree, moments, held, unseen) if last else None
-            if kind in tried:
-                fit = tried[kind][0]
-                more = est._resume(fit, train_moments, rng, effort - fit.n_iter, stopping)
-            else:
-                root, cpts, noise = start(kind)
-                more = est._polish(
-                    tree, train_moments, root, cpts, {}, rng, effort, noise=noise,
-                    early_stopping=stopping,
-                )  # fmt: skip
-            ll = est._held_out_log_likelihood(
-                average_fits([*fits, more]), moments, held.rows, unseen
-            )
-            tried[kind] = (more, ll)
-            return held.mean(ll)
+            def advance(names, effort, last):
+                batch = [task(m, c, effort, last, tried.get(c, (None,))[0]) for c in names]
+                for c, result in zip(names, run(batch)):
+                    tried[c] = result
+                return [held.mean(averaged(tried[c][1], m)) for c in names]
 
-        # the kinds race: the one whose average leads after the candidates' budget
-        # of iterations goes on to the stopping rule
-        two = len(kinds) > 1 and cap < max_iter
-        _, reached = race(kinds, advance, (cap, max_iter) if two else (max_iter,))
-        kind = max(reached, key=lambda c: (reached[c], held.mean(tried[c][1])))
+            _, reached = race(kinds, advance, (cap, max_iter), batch=True)
+            kind = max(reached, key=lambda c: (reached[c], held.mean(averaged(tried[c][1], m))))
+            if est.verbose:
+                text = ", ".join(
+                    f"{c} {held.mean(averaged(v[1], m)):.4f} after {v[0].n_iter} iterations"
+                    for c, v in tried.items()
+                )
+                print(f"{m} members: held-out {text}")
+            kinds[:] = [kind]
+            fit, own = tried[kind]
+        else:
+            if m not in ready:
+                # the next members' fits do not depend on which are kept: as many run
+                # side by side as there are workers (those after a stop are dropped)
+                ahead = [n for n in sizes if n >= m][:jobs]
+                results = run([task(n, kinds[0], max_iter, True) for n in ahead])
+                ready.update(zip(ahead, results))
+            fit, own = ready.pop(m)
+            kind = kinds[0]
+        ll = averaged(own, m)
+        score, before = held.mean(ll), held.mean(average)
         if est.verbose:
-            text = ", ".join(
-                f"{c} {held.mean(v[1]):.4f} after {v[0].n_iter} iterations"
-                for c, v in tried.items()
-            )
-            print(f"{m} members: held-out {text}")
-        kinds[:] = [kind]
-        fit, ll = tried[kind]
-        score = held.mean(ll)
-        if est.verbose:
-            gain = score - held.mean(lls[-1])
-            se = paired_se(ll, lls[-1], held.weights)
-            print(f"{m} members: {kind} start, gain {gain:.4f} (s.e. {se:.4f})")
-        if score > held.mean(lls[-1]) + TIE_TOL:
+            se = paired_se(ll, average, held.weights)
+            print(f"{m} members: {kind} start, gain {score - before:.4f} (s.e. {se:.4f})")
+        if score > before + TIE_TOL:
             fits.append(fit)
-            lls.append(ll)
+            average = ll
         return score
 
-    scores = {1: held.mean(lls[0])}
+    scores = {1: held.mean(average)}
     scores.update(grow(range(2, _AUTO_MAX_MEMBERS + 1), add, patience=1, best=scores[1]))
     return fits, scores

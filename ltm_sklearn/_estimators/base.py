@@ -70,6 +70,7 @@ from .._engine.moments import MomentEstimator
 from .._engine.tree import LatentTree, canonical_root
 from .._sources.distributed import dask_moments
 from .auto_fit import select_model
+from .candidates import CandidateTask, run_tasks, task_seed
 from .fits import DEFAULT_ALPHA, FittedModel, ModelChoice, average_fits, moment_states
 from .partial_fit import PartialFitMixin
 from .queries import QueryMixin
@@ -288,7 +289,16 @@ class BaseLatentTree(
         if starts is not None:
             # EM on every row from the selection's fits (on most of the same rows)
             refit = self._refit_iterations(moments, choice)
-            fits = [self._refit(f, parameters, rng, refit) for f in starts]
+            seed = rng.randint(np.iinfo(np.int32).max)
+            tasks = [
+                CandidateTask(k, f.tree, "resume", refit, False, task_seed(seed, m), f)
+                for m, f in enumerate(starts)
+            ]
+            fits = [fit for fit, _ in run_tasks(self, tasks, parameters)]
+            for fit in fits:
+                # stopped by the training tolerance, or by the budget it was given below
+                # max_iter (the selection's fits stopped on their held-out rule)
+                fit.converged = fit.converged or refit < self.max_iter
             fitted = fits[0] if len(fits) == 1 else average_fits(fits)
             self.n_members_ = len(fits)
         else:
@@ -324,15 +334,6 @@ class BaseLatentTree(
         )  # fmt: skip
         more.n_iter += fit.n_iter
         return more
-
-    def _refit(self, start, moments, rng, max_iter):
-        """``start`` (a fit of the selection) polished by EM on ``moments``. It counts
-        as converged when the refit stopped by the training tolerance or used the budget
-        ``max_iter`` it was given below ``self.max_iter`` (the selection's own fits stop
-        on their held-out rule or their ranking budget)."""
-        fitted = self._resume(start, moments, rng, max_iter)
-        fitted.converged = fitted.converged or max_iter < self.max_iter
-        return fitted
 
     def _fit_members(self, fitted, moments, rng, stacklevel):
         """``n_members`` EM fits averaged into one model

@@ -154,7 +154,7 @@ def grow(values, evaluate, patience=PATIENCE, tol=TIE_TOL, best=-np.inf):
     return scores
 
 
-def race(candidates, advance, rungs, keep=None):
+def race(candidates, advance, rungs, keep=None, batch=False):
     """Successive halving at equal effort.
 
     Every candidate is advanced to the first rung's effort (EM iterations, say) and
@@ -174,6 +174,9 @@ def race(candidates, advance, rungs, keep=None):
         Increasing cumulative efforts.
     keep : int, default=None
         Fewest candidates kept at a rung (default 1).
+    batch : bool, default=False
+        ``advance(keys, effort, last) -> scores`` (a list, in the order of ``keys``)
+        brings all the candidates of a rung at once, so that they may run side by side.
 
     Returns
     -------
@@ -185,10 +188,18 @@ def race(candidates, advance, rungs, keep=None):
     alive = list(candidates)
     scores, reached = {}, {}
     keep = 1 if keep is None else max(1, int(keep))
+
+    def run(keys, effort, last, r):
+        if batch:
+            values = advance(list(keys), effort, last)
+        else:
+            values = [advance(key, effort, last) for key in keys]
+        for key, value in zip(keys, values):
+            scores[key], reached[key] = value, r
+
     for r, effort in enumerate(rungs):
         last = r == len(rungs) - 1
-        for key in alive:
-            scores[key], reached[key] = advance(key, effort, last), r
+        run(alive, effort, last, r)
         if last:
             break
         n_keep = max(keep, math.ceil(len(alive) / 2))
@@ -196,8 +207,7 @@ def race(candidates, advance, rungs, keep=None):
         alive = [k for k in candidates if k in ranked[:n_keep]]
         if len(alive) <= 1 and keep <= 1:
             # one candidate left: it runs to the final rung
-            for key in alive:
-                scores[key], reached[key] = advance(key, rungs[-1], True), len(rungs) - 1
+            run(alive, rungs[-1], True, len(rungs) - 1)
             break
     return scores, reached
 

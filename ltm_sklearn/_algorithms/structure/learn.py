@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from joblib import Parallel, delayed
 
+from ..._engine.threads import single_threaded_blas
 from ..._engine.tree import LatentTree
 from .censored import censored_residual
 from .chow_liu import clnj, clrg
@@ -163,8 +164,12 @@ def learn_tree(
 
 
 def _search_from(D, start, clnj_tree, verbose):
-    """The minimum-evolution search from one start ("bionj", or "clnj": ``clnj_tree``)."""
-    tree = bionj(D) if start == "bionj" else binary_leaf_tree(clnj_tree)
-    if verbose:
-        print(f"minimum evolution: search from {start}")
-    return minimum_evolution_search(D, tree, verbose=verbose)
+    """The minimum-evolution search from one start ("bionj", or "clnj": ``clnj_tree``),
+    with BLAS on one thread in this process as in a worker of ``n_jobs`` (the sums of
+    several threads round differently, and a search that compares lengths can then
+    take another move)."""
+    with single_threaded_blas():
+        tree = bionj(D) if start == "bionj" else binary_leaf_tree(clnj_tree)
+        if verbose:
+            print(f"minimum evolution: search from {start}")
+        return minimum_evolution_search(D, tree, verbose=verbose)
