@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from ltm_sklearn._engine import moments as moments_module
 from ltm_sklearn._engine.encoding import MISSING
 from ltm_sklearn._engine.moments import MomentEstimator
 
@@ -21,16 +22,19 @@ def test_pair_table_matches_manual_count():
     np.testing.assert_allclose(P, manual / ok.sum())
 
 
-def test_moments_are_additive_over_chunks():
+def test_moments_are_additive_over_chunks(monkeypatch):
     rng = np.random.RandomState(1)
     codes = _random_codes(rng, 3001, [3, 5, 4, 2], missing=0.05)
     w = rng.random_sample(3001)
     whole = MomentEstimator(codes, [3, 5, 4, 2], w)
-    chunked = MomentEstimator(codes, [3, 5, 4, 2], w, n_jobs=3)
-    for key, table in whole.all_pairs().items():
-        np.testing.assert_allclose(chunked.pair(*key), table, atol=1e-15)
     req = [((0, 1, 2), (np.eye(3)[:2], np.eye(5)[:2], np.ones((1, 4))))]
-    np.testing.assert_allclose(chunked.projected(req)[0], whole.projected(req)[0], atol=1e-15)
+    tables, projected = whole.all_pairs(), whole.projected(req)[0]
+    whole.singleton_counts()
+    monkeypatch.setattr(moments_module, "_CHUNK_ROWS", 1000)  # four chunks
+    chunked = MomentEstimator(codes, [3, 5, 4, 2], w, n_jobs=3)
+    for key, table in tables.items():
+        np.testing.assert_allclose(chunked.pair(*key), table, atol=1e-15)
+    np.testing.assert_allclose(chunked.projected(req)[0], projected, atol=1e-15)
     for (a, ta), (b, tb) in zip(whole.singleton_counts(), chunked.singleton_counts()):
         np.testing.assert_allclose(a, b)
         assert ta == pytest.approx(tb)
@@ -93,3 +97,19 @@ def test_thousand_state_triple_never_builds_dense_table():
     projs = tuple(rng.randn(2, n) for _ in range(3))
     out = MomentEstimator(codes, [n, n, n]).projected([((0, 1, 2), projs)])[0]
     assert out.shape == (2, 2, 2) and np.all(np.isfinite(out))
+
+
+def test_sums_over_rows_do_not_depend_on_n_jobs(monkeypatch):
+    # the rows are cut into chunks of a fixed size, summed in the same order whatever
+    # the number of threads: weighted moments are the same to the last bit
+    monkeypatch.setattr(moments_module, "_CHUNK_ROWS", 700)
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 3, size=(5, 5000))
+    weights = rng.random(5000)
+    one, two = (MomentEstimator(codes, [3] * 5, weights, n_jobs=n_jobs) for n_jobs in (1, 2))
+    pairs = [(0, 1), (2, 4), (1, 3)]
+    for key, table in one.pairs(pairs).items():
+        np.testing.assert_array_equal(table, two.pairs(pairs)[key])
+    for (a, ta), (b, tb) in zip(one.singleton_counts(), two.singleton_counts()):
+        np.testing.assert_array_equal(a, b)
+        assert ta == tb

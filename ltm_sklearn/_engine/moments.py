@@ -20,7 +20,7 @@ import math
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed
 
 __all__ = ["MomentSource", "MomentEstimator"]
 
@@ -34,8 +34,9 @@ def _chunks(n, n_chunks):
     return [slice(bounds[i], bounds[i + 1]) for i in range(n_chunks)]
 
 
-def _effective_jobs(n_jobs):
-    return 1 if n_jobs is None else effective_n_jobs(n_jobs)
+#: rows per chunk of the sums over rows: a fixed size, so that the chunks and the order
+#: of their sums (and with weights, the rounding) do not depend on ``n_jobs``
+_CHUNK_ROWS = 1 << 16
 
 
 @runtime_checkable
@@ -141,7 +142,7 @@ class MomentEstimator:
         return self
 
     def _map_chunks(self, func, *args):
-        chunks = _chunks(self.n_samples, _effective_jobs(self.n_jobs))
+        chunks = _chunks(self.n_samples, -(-self.n_samples // _CHUNK_ROWS))
         if len(chunks) == 1:
             return func(self.codes, self.sample_weight, *args)
         parts = Parallel(n_jobs=self.n_jobs, prefer="threads")(
