@@ -264,3 +264,75 @@ def test_classifier_form_choice_refuses_too_few_rows():
     clf = LatentTreeClassifier(KernelLatentTree(hidden="auto"))
     with pytest.raises(ValueError, match=r"hidden='auto' holds out rows.*hidden='discrete'"):
         clf.fit(X, y)
+
+
+# ---------------------------------------------- the joint model, the pool, small classes
+def test_model_auto_pools_a_discrete_estimator_and_keeps_per_class_otherwise():
+    X, y, *_ = two_class_data(400)
+    assert LatentTreeClassifier(random_state=0).fit(X, y).model_ == "pooled"
+    given = SpectralLatentTree(2, tree=balanced_binary_tree(8))
+    assert LatentTreeClassifier(given).fit(X, y).model_ == "per_class"
+    with pytest.raises(ValueError, match="given tree"):
+        LatentTreeClassifier(given, model="joint").fit(X, y)
+    with pytest.raises(ValueError, match="discrete estimator"):
+        LatentTreeClassifier(KernelLatentTree(), model="pooled").fit(X.astype(float), y)
+
+
+def test_pooled_posterior_is_the_mean_of_the_two_models():
+    X, y, *_ = two_class_data(400)
+    pooled = LatentTreeClassifier(random_state=0).fit(X, y)
+    per_class = LatentTreeClassifier(model="per_class", random_state=0).fit(X, y)
+    joint = LatentTreeClassifier(model="joint", random_state=0).fit(X, y)
+    assert not hasattr(per_class, "joint_estimator_") and not hasattr(joint, "estimators_")
+    mean = (per_class.predict_proba(X[:50]) + joint.predict_proba(X[:50])) / 2
+    np.testing.assert_allclose(pooled.predict_proba(X[:50]), mean, rtol=1e-10)
+    np.testing.assert_allclose(pooled.predict_proba(X).sum(axis=1), 1.0)
+
+
+def test_joint_model_is_the_exact_conditional_of_one_tree_and_near_bayes():
+    # the class is one leaf of a latent tree: the joint model's posterior approaches the
+    # true conditional P(class | other leaves), computed by brute force from the truth
+    truth = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, noise=0.3, random_state=4)
+    data = truth.sample(20_000, random_state=0)
+    test = truth.sample(2_000, random_state=1)
+    X, y = data[:, :7], data[:, 7]
+    clf = LatentTreeClassifier(model="joint", random_state=0).fit(X, y)
+    lls = np.column_stack(
+        [
+            truth.log_likelihood(np.column_stack([test[:, :7], np.full(len(test), v)]))
+            for v in range(3)
+        ]
+    )
+    bayes = np.exp(lls - lls.max(axis=1, keepdims=True))
+    bayes /= bayes.sum(axis=1, keepdims=True)
+    rows = np.arange(len(test))
+    loss_bayes = -np.log(bayes[rows, test[:, 7]]).mean()
+    loss = -np.log(clf.predict_proba(test[:, :7])[rows, test[:, 7]]).mean()
+    assert loss - loss_bayes < 0.02, (loss, loss_bayes)
+    # its posterior is the joint density's conditional, with the class last
+    est = clf.joint_estimator_
+    cond = est.conditional_proba(np.column_stack([test[:5, :7], np.zeros(5, int)]), target=7)
+    np.testing.assert_allclose(clf.predict_proba(test[:5, :7]), cond)
+
+
+def test_joint_model_names_its_class_column_apart_from_the_columns():
+    X, y, *_ = two_class_data(300)
+    df = pd.DataFrame(X.astype(str), columns=[f"c{j}" for j in range(7)] + ["__class__"])
+    clf = LatentTreeClassifier(model="joint", random_state=0).fit(df, y)
+    names = list(clf.joint_estimator_.feature_names_in_)
+    assert names[:8] == list(df.columns) and names[8] not in df.columns
+    np.testing.assert_allclose(clf.predict_proba(df.iloc[:20]).sum(axis=1), 1.0)
+
+
+def test_a_class_too_small_for_its_model_gets_the_independence_model():
+    X, y, *_ = two_class_data(300)
+    y = y.astype(object)
+    y[7] = "lonely"  # one row: fewer than the k' = 2 of the default class model
+    clf = LatentTreeClassifier(model="per_class", random_state=0).fit(X, y)
+    lonely = clf.estimators_[list(clf.classes_).index("lonely")]
+    assert lonely.structure_ == "star" and lonely.n_hidden_states_ == 1
+    np.testing.assert_allclose(clf.predict_proba(X[:20]).sum(axis=1), 1.0)
+    # with a fixed structure there is no such model to fall back on: the error names it
+    fixed = SpectralLatentTree(2, structure="hclt")
+    with pytest.raises(ValueError, match="class 'lonely' \\(1 rows\\)"):
+        LatentTreeClassifier(fixed, model="per_class").fit(X, y)
