@@ -7,8 +7,9 @@ categorical with at most 3 states. The demo
    ``n_hidden_states="auto"``: the structure (six candidates) and the number of hidden
    states k' chosen inside ``fit`` on held-out training rows,
 2. picks k' the scikit-learn way too, by 5-fold cross-validated held-out likelihood,
-3. classifies digits by per-class likelihoods (``LatentTreeClassifier``: one latent tree
-   model per class + the class prior), next to a naive Bayes baseline on the same pixels.
+3. classifies digits (``LatentTreeClassifier``: one latent tree model per class + the
+   class prior, pooled with one tree over the pixels and the digit), next to a naive
+   Bayes baseline on the same pixels.
 
     python examples/demo_digits.py
 """

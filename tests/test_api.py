@@ -162,3 +162,29 @@ def test_bad_target_and_labels(small):
         LatentTreeClassifier().fit(small, np.zeros(3))
     with pytest.raises(ValueError, match="Unknown label type"):
         LatentTreeClassifier().fit(small, np.linspace(0, 1, len(small)))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SpectralLatentTree(random_state=0, max_iter=20),
+        lambda: KernelLatentTree(max_iter=10, random_state=0),
+        lambda: KernelLatentTree(hidden="gaussian", random_state=0),
+        lambda: GaussianLatentTree(random_state=0),
+    ],
+)
+def test_sample_after_a_dataframe_fit_is_a_dataframe_with_its_columns(make):
+    rng = np.random.default_rng(0)
+    if isinstance(make(), SpectralLatentTree):
+        df = pd.DataFrame(
+            {"colour": rng.choice(["red", "blue"], 300), "n": rng.integers(0, 3, 300)}
+        )
+    else:
+        z = rng.normal(size=(300, 1))
+        df = pd.DataFrame(np.hstack([z, z + rng.normal(size=(300, 2))]), columns=["a", "b", "c"])
+    est = make().fit(df)
+    drawn = est.sample(5, random_state=0)
+    assert isinstance(drawn, pd.DataFrame) and list(drawn.columns) == list(df.columns)
+    assert np.isfinite(est.score_samples(drawn)).all()
+    # fitted on an array: an array
+    assert isinstance(make().fit(df.to_numpy()).sample(5, random_state=0), np.ndarray)

@@ -40,7 +40,7 @@ from .._algorithms.yeo_johnson import (
 from .._engine.mixed_columns import column_scales
 from .._engine.tree import LatentTree
 from .sklearn_internals import Interval, StrOptions, check_sample_weight
-from .validation import check_frame_dtypes, reset_fitted_state, target_index
+from .validation import as_fitted_frame, check_frame_dtypes, reset_fitted_state, target_index
 
 __all__ = ["GaussianLatentTree"]
 
@@ -560,7 +560,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features)
+        ndarray or DataFrame of shape (n_samples, n_features)
+            A DataFrame with the fitted column names after a fit on a DataFrame.
         """
         check_is_fitted(self)
         if not isinstance(n_samples, (Integral, np.integer)) or n_samples < 1:
@@ -573,7 +574,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             rows = np.flatnonzero(comp == k)
             x = sample_nodes(tree, *p.component(k), rows.size, rng, groups=p.groups)
             Z[rows] = x[:, : tree.n_observed]
-        return np.column_stack([self._from_model(Z[:, j], j) for j in range(Z.shape[1])])
+        values = np.column_stack([self._from_model(Z[:, j], j) for j in range(Z.shape[1])])
+        return as_fitted_frame(self, values)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

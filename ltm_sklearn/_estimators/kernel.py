@@ -715,8 +715,9 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features)
-            In the units of ``X`` (an object array when there are categorical columns).
+        ndarray or DataFrame of shape (n_samples, n_features)
+            In the units of ``X`` (an object array when there are categorical columns);
+            a DataFrame with the fitted column names after a fit on a DataFrame.
         """
         return super().sample(n_samples, random_state)
 

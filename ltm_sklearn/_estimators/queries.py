@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._engine.inference import hidden_posteriors, sample_states
-from .validation import target_index
+from .validation import as_fitted_frame, target_index
 
 __all__ = ["QueryMixin"]
 
@@ -121,8 +121,9 @@ class QueryMixin:
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features)
-            Values from ``categories_`` (object dtype when the columns hold non-numbers).
+        ndarray or DataFrame of shape (n_samples, n_features)
+            Values from ``categories_`` (object dtype when the columns hold non-numbers);
+            a DataFrame with the fitted column names after a fit on a DataFrame.
         """
         check_is_fitted(self)
         if not isinstance(n_samples, (Integral, np.integer)) or n_samples < 1:
@@ -130,7 +131,7 @@ class QueryMixin:
         tree = self.tree_
         rng = check_random_state(random_state)
         states = sample_states(tree, self.root_marginal_, self.cpts_, int(n_samples), rng)
-        return self._decode(states[: tree.n_observed].T.copy(), random_state)
+        return as_fitted_frame(self, self._decode(states[: tree.n_observed].T.copy(), random_state))
 
     def _decode(self, codes, random_state=None):
         """Values of sampled codes ``(n_samples, n_features)``."""

@@ -8,7 +8,13 @@ from numbers import Integral
 import numpy as np
 import pandas as pd
 
-__all__ = ["reset_fitted_state", "is_dask_collection", "target_index", "check_frame_dtypes"]
+__all__ = [
+    "reset_fitted_state",
+    "is_dask_collection",
+    "target_index",
+    "check_frame_dtypes",
+    "as_fitted_frame",
+]
 
 #: private state of a fit, beside its public attributes (names with a trailing underscore)
 _PRIVATE_FIT_STATE = (
@@ -70,3 +76,13 @@ def check_frame_dtypes(X, allowed, estimator):
                 f"{estimator} cannot read column {name!r} of dtype {dtype}: convert it first "
                 "(e.g. dates to numbers or categories)."
             )
+
+
+def as_fitted_frame(estimator, values):
+    """Rows drawn by ``sample`` in the form of the fitted ``X``: a DataFrame with its
+    column names (each column's type inferred from its values) after a fit on a
+    DataFrame, the array otherwise."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None:
+        return values
+    return pd.DataFrame(values, columns=list(names)).infer_objects()
