@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from test_reliability import DISCRETE, sample
 
 from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, SpectralLatentTree
@@ -480,3 +481,28 @@ def test_mixed_encoder_warnings_name_the_column_by_its_position_in_x():
     mask = np.array([False, False, False, True])
     with pytest.warns(UserWarning, match="'3'"):
         MixedEncoder(owner="KernelLatentTree").fit_transform(X, mask)
+
+
+def test_a_continuous_column_of_few_numbers_is_named_in_a_warning():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=400), rng.integers(0, 6, 400).astype(float)])
+    with pytest.warns(
+        UserWarning, match="column 1 is modelled as continuous but holds only 6"
+    ) as w:
+        KernelLatentTree(max_iter=5).fit(X)
+    assert any(r.filename == __file__ for r in w)  # the warning names the caller's line
+    # declared categorical, or with many distinct numbers, it is not warned about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        KernelLatentTree(max_iter=5, categorical_features=[1]).fit(X.astype(object))
+        X[:, 1] += rng.normal(scale=0.1, size=400)
+        KernelLatentTree(max_iter=5).fit(X)
+
+
+def test_an_identifier_column_warning_names_the_callers_line():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([np.arange(300), rng.integers(0, 3, 300)])
+    with pytest.warns(UserWarning, match="row identifier") as w:
+        SpectralLatentTree(max_iter=5).fit(X)
+    assert any(r.filename == __file__ for r in w)

@@ -12,6 +12,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .user_frames import user_stacklevel
+
 MISSING = -1
 UNSEEN = -2
 
@@ -189,7 +191,7 @@ class CategoricalEncoder:
                 f"fitted {old!r} ({type(old).__name__}): they are read as unseen categories. "
                 "Give the column the type it had in fit.",
                 UserWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
 
     def inverse_transform(self, codes):
@@ -266,7 +268,7 @@ def _warn_if_identifier(inverse, n_values, j, feature_names=None):
             "category per row (slower fits, lower likelihoods). Drop it, or pass its "
             "categories if they are real ones.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
 

@@ -12,12 +12,21 @@ columns are categorical from ``categorical_features`` or the dtypes, and
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from .encoding import CategoricalEncoder, ContinuousColumnError
+from .user_frames import user_stacklevel
 
 __all__ = ["MixedEncoder", "categorical_mask", "column_scales"]
+
+
+#: a continuous column with at most this many distinct numbers over at least
+#: ``FEW_VALUES_MIN_ROWS`` observed rows is warned about (see ``MixedEncoder``)
+FEW_VALUES = 10
+FEW_VALUES_MIN_ROWS = 100
 
 
 def categorical_mask(X, categorical_features="from_dtype"):
@@ -217,9 +226,30 @@ class MixedEncoder:
                 f"Columns {empty[:10].tolist()} have no observed value: a column without "
                 "data has no distribution to estimate. Drop them."
             )
+        self._warn_few_values(Z, observed)
         self.center_, self.scale_ = column_scales(Z, sample_weight)
         self.center_[self.is_categorical_], self.scale_[self.is_categorical_] = 0.0, 1.0
         return (Z - self.center_) / self.scale_
+
+    def _warn_few_values(self, Z, observed):
+        """Warn about a continuous column with few distinct numbers over many rows (a
+        rating, a count, a coded category): a density spreads its mass between the
+        values, and as categories it would score higher."""
+        for j in np.flatnonzero(~self.is_categorical_):
+            values = Z[observed[:, j], j]
+            if values.size < FEW_VALUES_MIN_ROWS:
+                continue
+            n_values = np.unique(values).size
+            if n_values <= FEW_VALUES:
+                warnings.warn(
+                    f"{self.owner}: column {self._name(j)} is modelled as continuous but "
+                    f"holds only {n_values} distinct numbers in {values.size} rows; a "
+                    "density spreads its mass between them. If they are categories, "
+                    "declare the column with categorical_features= or a pandas category "
+                    "dtype.",
+                    UserWarning,
+                    stacklevel=user_stacklevel(),
+                )
 
     def transform(self, X):
         """The standardised matrix of validated ``X``."""
