@@ -300,9 +300,9 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         the state ``h`` of its parent.
     lower_bound_, n_iter_, converged_ : float, int, bool
         EM's final objective (nats per row), iterations and convergence.
-    n_hidden_states_, n_hidden_states_scores_ : int, dict
-        ``k'`` used and, with ``"auto"``, the held-out log-likelihood per row of every
-        ``k'`` tried.
+    n_hidden_states_ : int
+        ``k'`` used: ``n_hidden_states`` (``"auto"`` is not offered here; choose it with
+        ``GridSearchCV``, whose default score is the held-out log-likelihood).
     alpha_ : float
         The pseudo-count used (``alpha``; ``"auto"`` is not offered here).
     raw_estimate_ : SpectralParams
