@@ -272,7 +272,7 @@ def select_model(est, moments, rng):
             True,
             task_seed(base_seed, _FINAL, key[1], names.index(key[0])),
             fits[key],
-        )  # fmt: skip
+        )
         for key in running
     ]
     for key, (more, ll) in zip(running, run_tasks(est, tasks, train, moments, held, unseen)):
