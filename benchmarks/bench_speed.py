@@ -174,9 +174,10 @@ def run_vs(row):
 def run_row(row):
     from ltm_sklearn import SpectralLatentTree
 
-    if row == "digits" or row.startswith("digits@"):
-        # digits@<seed>: the same fit with another random_state
-        seed = int(row.split("@")[1]) if "@" in row else 0
+    # <row>@<seed>: the same fit with another random_state
+    row, _, seed = row.partition("@")
+    seed = int(seed) if seed else 0
+    if row == "digits":
         X_train, X_test = _digits()
         est = SpectralLatentTree(n_hidden_states="auto", random_state=seed)
         return _fit(est, X_train, X_test)
@@ -205,7 +206,7 @@ def run_row(row):
         from ltm_sklearn.datasets import load_debd
 
         train, _, test = load_debd(row[5:])
-        return _fit(SpectralLatentTree(n_hidden_states="auto", random_state=0), train, test)
+        return _fit(SpectralLatentTree(n_hidden_states="auto", random_state=seed), train, test)
     raise ValueError(f"unknown row {row!r}; one of {ROWS}")
 
 
@@ -225,7 +226,8 @@ def report():
     seeds = sorted(
         {row for _, row in parts if row.startswith("digits@")}, key=lambda r: int(r[7:])
     )
-    for row in ROWS + tuple(seeds):
+    others = sorted({row for _, row in parts if "@" in row and not row.startswith("digits@")})
+    for row in ROWS + tuple(seeds) + tuple(others):
         if not any((label, row) in parts for label in labels):
             continue
         line = [row]

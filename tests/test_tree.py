@@ -120,3 +120,22 @@ def test_draw_smoke():
     matplotlib.use("Agg")
     ax = balanced_binary_tree(8).draw()
     assert ax is not None
+
+
+def test_draw_labels_of_neighbouring_leaves_do_not_overlap():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [f"column_{j}_long_name" for j in range(14)]
+    tree = LatentTree(balanced_binary_tree(14).edges, 14, feature_names=names)
+    ax = tree.draw()
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(boxes) == 14
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b)
+    plt.close(fig)

@@ -491,11 +491,14 @@ class LatentTree:
 
     # ------------------------------------------------------------------ drawing
     def draw(self, ax=None, feature_names=None):
-        """Draw the rooted tree with matplotlib (observed nodes shaded)."""
+        """Draw the rooted tree with matplotlib (observed nodes shaded; labels longer
+        than four characters written upright, so that neighbouring leaves' labels do not
+        overlap)."""
         import matplotlib.pyplot as plt
 
-        if ax is None:
-            _, ax = plt.subplots(figsize=(max(4, 0.4 * self.n_observed), 4))
+        own_figure = ax is None
+        if own_figure:
+            _, ax = plt.subplots(figsize=(max(4, 0.4 * self.n_observed), 5))
         names = feature_names if feature_names is not None else self.feature_names
         depth = np.zeros(self.n_nodes)
         for u in self.preorder[1:]:
@@ -510,6 +513,13 @@ class LatentTree:
                 x[u] = np.mean([x[c] for c in self.children[u]])
         for u, v in self.edges:
             ax.plot([x[u], x[v]], [-depth[u], -depth[v]], color="0.4", lw=1, zorder=1)
+        labels = {
+            u: str(names[u]) if names is not None else str(u)
+            for u in range(self.n_nodes)
+            if not self.is_hidden(u)
+        }
+        # labels wider than the space between two leaves are written upright
+        upright = max((len(t) for t in labels.values()), default=0) > 4
         for u in range(self.n_nodes):
             hidden = self.is_hidden(u)
             ax.scatter(
@@ -522,14 +532,18 @@ class LatentTree:
             )
             if not hidden:
                 ax.annotate(
-                    str(names[u]) if names is not None else str(u),
+                    labels[u],
                     (x[u], -depth[u]),
-                    xytext=(0, -12),
+                    xytext=(0, -10),
                     textcoords="offset points",
                     ha="center",
+                    va="top",
+                    rotation=90 if upright else 0,
                     fontsize=8,
                 )
         ax.set_axis_off()
+        if own_figure:
+            ax.figure.tight_layout()  # room for the labels below the leaves
         return ax
 
     def __repr__(self):
