@@ -1,7 +1,8 @@
 """The candidate fits of a selection as tasks, run one after another or side by side.
 
 A selection fits many candidates that do not depend on each other within one rung of a
-race: the structures at one ``k'``, the finalists, the members' starts. Each is a
+race: the structures at one ``k'``, the finalists, the members' starts, and the refit of
+the members on every row. Each is a
 :class:`CandidateTask` - a tree, a start, an EM budget and a seed of its own - and
 :func:`run_task` is a function of the task and the data only. So the model does not
 depend on whether the tasks ran in this process or in worker processes, in which
