@@ -175,9 +175,10 @@ def test_unseen_category_and_sampling():
     row.iloc[0, 1] = "zzz"
     value = est.score_samples(row)[0]
     assert np.isfinite(value) and value < est.score_samples(X.iloc[:1])[0]
-    S = est.sample(200, random_state=0)
-    assert S.dtype == object and set(S[:, 1]) <= set(est.categories_[1])
-    assert np.isfinite(S[:, 0].astype(float)).all()
+    S = est.sample(200, random_state=0)  # fitted on a DataFrame: a DataFrame
+    assert list(S.columns) == list(X.columns)
+    assert set(S.iloc[:, 1]) <= set(est.categories_[1])
+    assert np.isfinite(S.iloc[:, 0].astype(float)).all()
 
 
 def test_auto_structure_picks_the_best_held_out_candidate():
