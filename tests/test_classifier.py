@@ -176,7 +176,9 @@ def test_classifier_auto_keeps_tiny_classes_in_training_and_refuses_too_few_rows
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
-    assert clf.n_hidden_states_ <= 3  # at most the rows of the smallest class
+    # a class of 3 rows gets the independence model beyond k' = 3
+    tiny = clf.estimators_[1]
+    assert clf.n_hidden_states_ <= 3 or tiny.structure_ == "star"
     assert np.allclose(clf.predict_proba(X).sum(axis=1), 1)
     with pytest.raises(ValueError, match="at least 10 rows in classes"):
         LatentTreeClassifier(n_hidden_states="auto").fit(X[:12], np.r_[np.zeros(8), np.ones(4)])
@@ -336,3 +338,19 @@ def test_a_class_too_small_for_its_model_gets_the_independence_model():
     fixed = SpectralLatentTree(2, structure="hclt")
     with pytest.raises(ValueError, match="class 'lonely' \\(1 rows\\)"):
         LatentTreeClassifier(fixed, model="per_class").fit(X, y)
+
+
+def test_classifier_auto_is_not_held_down_by_a_tiny_class():
+    # a class of one row used to cap k' at 1 for every class; it now gets the
+    # independence model when k' exceeds its rows, and k' is tried beyond it
+    X, y, *_ = two_class_data(300)
+    X = np.vstack([X, X[:1]])
+    y = np.r_[y, ["tiny"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(model="per_class", n_hidden_states="auto", random_state=0)
+        clf.fit(X, y)
+    assert 2 in clf.n_hidden_states_scores_
+    tiny = clf.estimators_[list(clf.classes_).index("tiny")]
+    assert tiny.n_hidden_states_ == 1
+    np.testing.assert_allclose(clf.predict_proba(X[:20]).sum(axis=1), 1.0)

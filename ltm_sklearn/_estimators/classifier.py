@@ -113,9 +113,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         :class:`~ltm_sklearn.KernelLatentTree` keeps its own ``alpha``), then the
         estimator's own structure at ``k' = 1, 2, 3, 4, 6, ...``
         (:data:`~ltm_sklearn._estimators.structures.AUTO_HIDDEN_STATES`, at most the rows of the
-        smallest class), growing while the log-loss improves by more than the standard
-        error of the paired difference (the first ``k'`` that does not stops the growth
-        and stays a candidate). The candidate with the lowest log-loss (within 1e-6: the
+        smallest class, or of the smallest class of 5 rows or more when the independence
+        model is a candidate: a smaller class gets it when ``k'`` exceeds its rows),
+        growing while the log-loss improves by more than the standard error of the
+        paired difference (the first ``k'`` that does not stops the growth and stays a
+        candidate). The candidate with the lowest log-loss (within 1e-6: the
         simpler) is refitted on all rows. ``GridSearchCV`` with ``scoring="neg_log_loss"``
         over the estimator's ``n_hidden_states`` remains the alternative.
         A :class:`~ltm_sklearn.KernelLatentTree` with ``hidden="auto"`` has the form of
@@ -469,7 +471,14 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             candidates.append(independence)
             losses.append(losses_of(independence))
             self.independence_score_ = mean(losses[-1])
-        smallest = min(int(np.bincount(y_idx[train]).min()) for train, _ in folds)
+        # k' up to the training rows of the smallest class; with the independence model
+        # at hand, of the smallest class of 5 rows or more (a smaller class gets that
+        # model when k' exceeds its rows, see _fit_classes, instead of holding every
+        # class down to naive Bayes)
+        counts = [np.bincount(y_idx[train], minlength=len(self.classes_)) for train, _ in folds]
+        if independence is not None:
+            counts = [c[c >= 5] if np.any(c >= 5) else c for c in counts]
+        smallest = min(int(c.min()) for c in counts)
         scores, best = {}, None
         for k in [k for k in AUTO_HIDDEN_STATES if k <= smallest]:
             loss = losses_of({"n_hidden_states": k})
