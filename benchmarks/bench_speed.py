@@ -223,9 +223,7 @@ def report():
     for label in labels:
         header += [f"{label}: fit s", f"{label}: test nats/row", f"{label}: k', structure, members"]
     rows = []
-    seeds = sorted(
-        {row for _, row in parts if row.startswith("digits@")}, key=lambda r: int(r[7:])
-    )
+    seeds = sorted({row for _, row in parts if row.startswith("digits@")}, key=lambda r: int(r[7:]))
     others = sorted({row for _, row in parts if "@" in row and not row.startswith("digits@")})
     for row in ROWS + tuple(seeds) + tuple(others):
         if not any((label, row) in parts for label in labels):
