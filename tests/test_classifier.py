@@ -134,7 +134,9 @@ def test_classifier_auto_chooses_naive_bayes_or_a_latent_tree_by_cross_validated
     X = (rng.random((200, 6)) < np.where(y[:, None] == 1, 0.65, 0.35)).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+        clf = LatentTreeClassifier(model="per_class", n_hidden_states="auto", random_state=0).fit(
+            X, y
+        )
     assert clf.class_params_ == {"structure": "star", "n_hidden_states": 1, "alpha": 1.0}
     assert clf.independence_score_ <= min(clf.n_hidden_states_scores_.values())
     nb = CategoricalNB(alpha=1.0, min_categories=2).fit(X, y)
@@ -148,7 +150,9 @@ def test_classifier_auto_chooses_naive_bayes_or_a_latent_tree_by_cross_validated
     y_test = np.repeat([0, 1], 2000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+        clf = LatentTreeClassifier(model="per_class", n_hidden_states="auto", random_state=0).fit(
+            X, y
+        )
     assert clf.class_params_.get("structure") != "star"
     assert clf.independence_score_ > min(clf.n_hidden_states_scores_.values())
     nb = CategoricalNB(alpha=1.0).fit(X, y)
