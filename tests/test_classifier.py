@@ -280,6 +280,9 @@ def test_model_auto_pools_a_discrete_estimator_and_keeps_per_class_otherwise():
     assert LatentTreeClassifier(given).fit(X, y).model_ == "per_class"
     with pytest.raises(ValueError, match="given tree"):
         LatentTreeClassifier(given, model="joint").fit(X, y)
+    categories = [sorted(set(X[:, j])) for j in range(X.shape[1])]
+    listed = SpectralLatentTree(2, categories=categories)
+    assert LatentTreeClassifier(listed).fit(X, y).model_ == "per_class"
     with pytest.raises(ValueError, match="discrete estimator"):
         LatentTreeClassifier(KernelLatentTree(), model="pooled").fit(X.astype(float), y)
 

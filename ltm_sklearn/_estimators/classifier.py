@@ -93,8 +93,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     model : {"auto", "pooled", "per_class", "joint"}, default="auto"
         Which model gives the class posteriors (see above). ``"auto"``: ``"pooled"``
         with a discrete estimator that learns its tree, ``"per_class"`` with a given
-        tree (over the columns only) or :class:`~ltm_sklearn.KernelLatentTree` (whose
-        joint model would need the class declared among its column types).
+        tree or given categories (over the columns only) or
+        :class:`~ltm_sklearn.KernelLatentTree` (whose joint model would need the class
+        declared among its column types).
     shared_tree : bool, default=False
         ``False``: every class learns its own tree (measured better on the bundled
         categorical tables: log-loss 0.044 vs 0.094 on monk2, 0.050 vs 0.057 on car, k'
@@ -274,7 +275,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         estimator cannot be."""
         discrete = isinstance(base, BaseLatentTree) and not isinstance(base, KernelLatentTree)
         params = base.get_params()
-        learns_tree = params.get("tree") is None and isinstance(params.get("structure"), str)
+        # the joint model's table has one more column than X: a tree given over X's
+        # columns, or their categories given one by one, do not cover it
+        learns_tree = (
+            params.get("tree") is None
+            and isinstance(params.get("structure"), str)
+            and isinstance(params.get("categories", "auto"), str)
+        )
         if self.model == "auto":
             return "pooled" if discrete and learns_tree else "per_class"
         if self.model != "per_class" and not discrete:
@@ -286,8 +293,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if self.model != "per_class" and not learns_tree:
             raise ValueError(
                 f"model={self.model!r} learns a tree over the columns and the class; the "
-                "estimator has a given tree over the columns only. Use model='per_class', "
-                "or an estimator without a given tree."
+                "estimator has a given tree, or given categories, over the columns only. "
+                "Use model='per_class', or an estimator without them."
             )
         return self.model
 
