@@ -361,3 +361,16 @@ def test_classifier_auto_is_not_held_down_by_a_tiny_class():
     tiny = clf.estimators_[list(clf.classes_).index("tiny")]
     assert tiny.n_hidden_states_ == 1
     np.testing.assert_allclose(clf.predict_proba(X[:20]).sum(axis=1), 1.0)
+
+
+def test_model_select_keeps_the_model_of_lowest_out_of_fold_log_loss():
+    X, y, *_ = two_class_data(300)
+    clf = LatentTreeClassifier(model="select", random_state=0).fit(X, y)
+    scores = clf.model_scores_
+    assert set(scores) == {"pooled", "per_class", "joint"}
+    assert scores[clf.model_] == min(scores.values())
+    # the pool's out-of-fold loss is at most the mean of the other two's (log-loss is
+    # convex in the posterior)
+    assert scores["pooled"] <= (scores["per_class"] + scores["joint"]) / 2 + 1e-12
+    same = LatentTreeClassifier(model=clf.model_, random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X[:30]), same.predict_proba(X[:30]))
