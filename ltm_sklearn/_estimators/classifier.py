@@ -359,11 +359,16 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         dtype = X.dtype if X.dtype.kind in "iuf" else object
         return np.column_stack([X.astype(dtype, copy=False), codes.astype(dtype)])
 
+    def _seeded(self, base):
+        """``{"random_state": seed}`` for models whose estimator has no random state of
+        its own when the classifier has one (so that it is reproducible), else ``{}``."""
+        if self.random_state is not None and base.get_params().get("random_state", 0) is None:
+            return {"random_state": check_random_state(self.random_state).randint(2**31 - 1)}
+        return {}
+
     def _fit_joint(self, base, X, y_idx, sample_weight):
         """One density over the columns and the class index."""
-        params = {}
-        if self.random_state is not None and base.get_params().get("random_state", 0) is None:
-            params["random_state"] = check_random_state(self.random_state).randint(2**31 - 1)
+        params = self._seeded(base)
         if self.n_hidden_states is not None:
             params["n_hidden_states"] = self.n_hidden_states
         est = clone(base).set_params(**params)
@@ -383,8 +388,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         shared = {}
         if isinstance(base.get_params().get("categories"), str):
             shared = base._shared_encoding(X, declared)
-        if self.random_state is not None and base.get_params().get("random_state", 0) is None:
-            shared["random_state"] = check_random_state(self.random_state).randint(2**31 - 1)
+        shared.update(self._seeded(base))
         # the form of a continuous model's hidden variables, chosen for classification
         choose_form = base.get_params().get("hidden") == "auto" and not self._has_categorical(
             base, shared, X

@@ -80,7 +80,12 @@ from .sklearn_internals import (
     fit_context,
 )
 from .structures import _K_FREE_STRUCTURES
-from .validation import check_frame_dtypes, is_dask_collection, reset_fitted_state
+from .validation import (
+    as_fitted_frame,
+    check_frame_dtypes,
+    is_dask_collection,
+    reset_fitted_state,
+)
 
 #: leaf bandwidths tried per column, as multiples of Silverman's ``1.06 n^(-1/5)`` (in
 #: standard deviations of the column)
@@ -709,7 +714,6 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
             )
         return super().predict_hidden_proba(X)
 
-    @answered_by_gaussian_form
     def sample(self, n_samples=1, random_state=None):
         """Draw rows from the fitted model.
 
@@ -719,6 +723,9 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
             In the units of ``X`` (an object array when there are categorical columns);
             a DataFrame with the fitted column names after a fit on a DataFrame.
         """
+        if self._gaussian_form():  # the Gaussian form draws from its own model
+            drawn = self.gaussian_model_.sample(n_samples, random_state)
+            return as_fitted_frame(self, drawn)
         return super().sample(n_samples, random_state)
 
     def raw_log_abs(self, X):

@@ -24,7 +24,6 @@ from .._engine.tree import LatentTree
 from .gaussian import GaussianLatentTree
 from .selection import TIE_TOL, held_out_split
 from .sklearn_internals import check_sample_weight, safe_indexing
-from .validation import as_fitted_frame
 
 __all__ = ["GaussianFormMixin", "answered_by_gaussian_form"]
 
@@ -32,8 +31,7 @@ __all__ = ["GaussianFormMixin", "answered_by_gaussian_form"]
 def answered_by_gaussian_form(method):
     """Decorator: when the fit chose the Gaussian form, ``gaussian_model_`` answers the
     method of the same name, with ``X`` validated against this fit (as floats) and a
-    ``target`` column given as its index (and drawn rows returned in the form of this
-    fit's ``X``); otherwise the method runs."""
+    ``target`` column given as its index; otherwise the method runs."""
     signature = inspect.signature(method)
 
     @wraps(method)
@@ -46,10 +44,7 @@ def answered_by_gaussian_form(method):
             arguments["X"] = self._gaussian_rows(arguments["X"])
         if "target" in arguments:
             arguments["target"] = self._target_index(arguments["target"])
-        out = getattr(self.gaussian_model_, method.__name__)(**arguments)
-        if method.__name__ == "sample":  # rows in the form of this fit's X
-            out = as_fitted_frame(self, out)
-        return out
+        return getattr(self.gaussian_model_, method.__name__)(**arguments)
 
     return wrapper
 
