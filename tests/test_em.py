@@ -387,14 +387,17 @@ def test_batched_leaf_messages_and_counts_equal_the_per_leaf_ones(k):
     ev = CodeEvidence(codes, n_states, unseen_proba=np.full(8, 0.01))
     cpts = {u: rng.dirichlet(np.ones(c), size=k) for u, c in enumerate(n_states)}
     q = {u: rng.random((k, n)) for u in cpts}
-    msgs = ev.leaf_messages(list(cpts), cpts)
-    counts = ev.leaf_counts_of([(u, q[u]) for u in cpts], cpts, msgs)
+    for c in (2, 3, 20):  # one shape of table at a time, stacked
+        nodes = [u for u in cpts if n_states[u] == c]
+        tables = np.stack([cpts[u] for u in nodes])
+        msgs = ev.leaf_messages(nodes, tables)
+        counts = ev.leaf_counts_of(nodes, tables, np.stack([q[u] for u in nodes]), msgs)
+        for i, u in enumerate(nodes):
+            np.testing.assert_allclose(msgs[i], ev.message(u, cpts[u]), rtol=1e-12)
+            np.testing.assert_allclose(
+                counts[i], ev.leaf_counts(u, q[u], cpts[u], msgs[i]), rtol=1e-12, atol=1e-12
+            )
     assert ev._stacks  # some leaves were batched
-    for u in cpts:
-        np.testing.assert_allclose(msgs[u], ev.message(u, cpts[u]), rtol=1e-12)
-        np.testing.assert_allclose(
-            counts[u], ev.leaf_counts(u, q[u], cpts[u], msgs[u]), rtol=1e-12, atol=1e-12
-        )
 
 
 def test_block_threads_default_to_the_cores_within_omp_num_threads(monkeypatch):

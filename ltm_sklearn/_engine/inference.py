@@ -5,8 +5,12 @@ beta_u(x)``)
 and one downward pass serve exact scoring, EM's expected counts and hidden posteriors for
 every estimator. Messages are held feature-major, ``(n_states, n_rows)``, and the rows are
 processed in blocks sized to the cache, in parallel threads (:func:`~.threads.block_threads`).
-Every internal node's product of messages is rescaled to unit column sums and the log of
-the factor accumulated, so trees with hundreds of leaves do not underflow.
+The nodes of one height (and one number of states) are processed together, with stacked
+tables and batched matrix products (:class:`_Plan`), so that a pass makes a few NumPy calls
+per height of the tree rather than per node; its arrays come from buffers that each thread
+keeps from pass to pass. Every internal node's product of messages is rescaled to unit
+column sums and the log of the factor accumulated, so trees with hundreds of leaves do not
+underflow.
 
 The downward pass carries ``q_p = w P(x_p | row)`` from node to node: a child's outside
 message is ``cpt_c^T (q_p / m_c)`` (the parent's posterior with the child's own message
@@ -31,6 +35,10 @@ category never seen in training (code ``-2``) sends the constant ``unseen_proba`
 """
 
 from __future__ import annotations
+
+import math
+import threading
+import weakref
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -141,11 +149,11 @@ class CodeEvidence:
             self._onehots[(u, onehot.dtype)] = onehot
         return table @ onehot
 
-    def _batched(self, u, cpt):
-        """Whether the leaf ``u`` joins a batched product with the indicators: its
-        augmented table is no wider than ``max(k', _BATCH_COLUMNS)`` (wider, a gather
-        reads fewer entries than the product multiplies)."""
-        k, c = cpt.shape
+    def _batched(self, shape):
+        """Whether leaves with tables of ``shape`` join a batched product with the
+        indicators: the augmented table is no wider than ``max(k', _BATCH_COLUMNS)``
+        (wider, a gather reads fewer entries than the product multiplies)."""
+        k, c = shape
         return c + 2 <= max(k, _BATCH_COLUMNS)
 
     def _stacked_onehot(self, nodes, dtype):
@@ -163,36 +171,37 @@ class CodeEvidence:
                 self._onehots.update(((u, np.dtype(dtype)), o) for u, o in zip(nodes, stack))
         return stack
 
-    def leaf_messages(self, leaves, cpts):
-        """:meth:`message` of every leaf in ``leaves``: one batched product with the
-        indicators per shape of table, so that a pass costs one call per shape rather
-        than several per leaf (on 64 columns at ``k' = 2`` the calls per leaf took more
-        time than their arithmetic). Exact, as :meth:`message`."""
-        out, groups = {}, {}
-        for u in leaves:
-            if self._batched(u, cpts[u]):
-                groups.setdefault(cpts[u].shape, []).append(u)
-            else:
-                out[u] = self.message(u, cpts[u])
-        for nodes in groups.values():
-            augmented = self._augment(nodes, np.stack([cpts[u] for u in nodes]))
-            messages = np.matmul(augmented, self._stacked_onehot(nodes, augmented.dtype))
-            out.update(zip(nodes, messages))
+    def leaf_messages(self, leaves, tables, out=None):
+        """:meth:`message` of every leaf in ``leaves`` (tables stacked, all of one shape):
+        one batched product with the indicators, so that a pass costs one call per shape
+        of table rather than several per leaf (on 64 columns at ``k' = 2`` the calls per
+        leaf took more time than their arithmetic); a gather where the tables are wider
+        than :meth:`_batched` allows. Exact, as :meth:`message`. Returns the messages
+        stacked, ``(len(leaves), k, n_rows)`` (in ``out`` when given)."""
+        augmented = self._augment(leaves, tables)
+        if self._batched(tables.shape[1:]):
+            onehot = self._stacked_onehot(leaves, augmented.dtype)
+            return np.matmul(augmented, onehot, out=out)
+        index = self.index[leaves][:, None, :]
+        messages = np.take_along_axis(augmented, index, axis=2)
+        if out is None:
+            return messages
+        out[...] = messages
         return out
 
-    def leaf_counts_of(self, items, cpts, msg):
-        """:meth:`leaf_counts` of every ``(leaf, q)`` in ``items``: the sums per category
-        leaf by leaf, the rest in one call per shape of table."""
-        groups = {}
-        for u, q in items:
-            groups.setdefault(cpts[u].shape, []).append((u, q))
-        out = {}
-        for (_, c), pairs in groups.items():
-            T = np.stack([self._category_sums(u, q) for u, q in pairs])
-            tables = np.stack([cpts[u] for u, _ in pairs])
-            counts = T[:, :, :c] + tables * (T[:, :, c] + T[:, :, c + 1])[:, :, None]
-            out.update(zip([u for u, _ in pairs], counts.astype(np.float64)))
-        return out
+    def leaf_counts_of(self, leaves, tables, q, msg):
+        """:meth:`leaf_counts` of every leaf in ``leaves`` (tables stacked as in
+        :meth:`leaf_messages`, ``q`` the parents' posteriors stacked likewise): the sums
+        per category in one batched product with the indicators, or leaf by leaf where
+        the tables are too wide for them. Returns ``(len(leaves), k, n_u)`` float64."""
+        c = tables.shape[2]
+        if self._batched(tables.shape[1:]):
+            onehot = self._stacked_onehot(leaves, q.dtype)
+            T = np.matmul(q, onehot.transpose(0, 2, 1))
+        else:
+            T = np.stack([self._category_sums(u, qu) for u, qu in zip(leaves, q)])
+        counts = T[:, :, :c] + tables * (T[:, :, c] + T[:, :, c + 1])[:, :, None]
+        return counts.astype(np.float64)
 
     def _category_sums(self, u, q):
         """``(k, n_u + 2)`` sums of the columns of ``q`` by the code each row reads."""
@@ -248,25 +257,204 @@ class DenseEvidence:
         message ``msg = cpt @ e_u``: ``cpt * ((q / msg) @ e_u^T)``."""
         return cpt * (_divide(q, msg) @ self.vectors[u].astype(q.dtype, copy=False))
 
-    def leaf_messages(self, leaves, cpts):
-        return {u: self.message(u, cpts[u]) for u in leaves}
+    def leaf_messages(self, leaves, tables, out=None):
+        if out is None:
+            out = np.empty((len(leaves), tables.shape[1], self.n_rows), dtype=tables.dtype)
+        for i, (u, t) in enumerate(zip(leaves, tables)):
+            out[i] = self.message(u, t)
+        return out
 
-    def leaf_counts_of(self, items, cpts, msg):
-        return {u: self.leaf_counts(u, q, cpts[u], msg[u]) for u, q in items}
+    def leaf_counts_of(self, leaves, tables, q, msg):
+        return np.stack(
+            [self.leaf_counts(u, *args) for u, *args in zip(leaves, q, tables, msg)]
+        ).astype(np.float64)
 
 
 # ---------------------------------------------------------------------- passes
 #: elements (states x rows) of one message in a block: blocks of about this size keep the
-#: working set of a pass in cache (rows per block between MIN and BLOCK_ROWS)
+#: working set of a level of the passes in cache (rows per block between MIN and BLOCK_ROWS)
 _BLOCK_ELEMENTS = 1 << 16
 _MIN_BLOCK_ROWS = 512
-#: entries (states x rows) of the leaves' messages computed in one batch: more leaves
-#: at once saves calls, fewer keep them in cache until their parents read them (all
-#: leaves of a 64-column, 1,257-row table at k' = 2; a few at a time at 15,000 rows)
-_BATCH_ELEMENTS = 1 << 18
 #: a leaf's table joins the batched product with the indicators up to this many columns
 #: (or ``k'``, when larger)
 _BATCH_COLUMNS = 8
+
+
+class _Level:
+    """Internal nodes of one height (and one number of states, and one of their
+    parents') processed together by the passes: ``nodes`` sorted by their number of
+    children, most first, so that the ``j``-th children of the first ``m_j`` nodes
+    make the ``j``-th round of the product of messages."""
+
+    def __init__(self, nodes, k, k_parent, lo):
+        self.nodes = nodes
+        self.k, self.k_parent = k, k_parent
+        self.lo, self.hi = lo, lo + len(nodes)  # rows in the pools of ``k`` states
+        self.rounds = []  # message slots of each round of children
+        self.observed = []  # (position, node) of the observed nodes: their evidence
+        self.slots = None  # the nodes' own messages: a range of their parents' pool
+        self.parents = None  # rows of the parents in the pools of ``k_parent`` states
+
+
+class _Plan:
+    """The schedule of the passes over a rooted tree with given numbers of states.
+
+    Nodes of one height do the same work at once: the product of their children's
+    messages in rounds (one elementwise product per round, over every node that has
+    that many children), the rescaling, and one batched matrix product for their
+    messages to their parents. A pass thus costs a few calls per height of the tree
+    rather than per node (on 64 columns at ``k' = 2`` the calls took ten times the
+    arithmetic). Messages live in one pool per number of parent states; each level,
+    and each group of leaves with tables of one shape, writes a contiguous range.
+    """
+
+    def __init__(self, tree, states):
+        root, children, parent = tree.root, tree.children, tree.parent
+        height = {}
+        for u in tree.postorder:
+            kids = children[u]
+            if not kids and u != root and u >= tree.n_observed:
+                raise ValueError(f"Hidden node {u} is a leaf: it carries no information.")
+            height[u] = 1 + max((height[c] for c in kids), default=-1)
+        self.states = states
+        self.rows, self.slots = {}, {}  # state count -> rows of its node / message pools
+        slot = {}
+
+        def take_slots(nodes, k_parent):
+            first = self.slots.get(k_parent, 0)
+            self.slots[k_parent] = first + len(nodes)
+            slot.update((u, first + i) for i, u in enumerate(nodes))
+            return slice(first, first + len(nodes))
+
+        # leaves, by the shape of their tables
+        groups = {}
+        for u in tree.postorder:
+            if not children[u] and u != root:
+                groups.setdefault((int(states[parent[u]]), int(states[u])), []).append(int(u))
+        self.leaves = [
+            (nodes, kp, take_slots(nodes, kp)) for (kp, _), nodes in sorted(groups.items())
+        ]
+        by_key = {}
+        for u in tree.postorder:
+            if children[u] and u != root:
+                key = (height[u], int(states[u]), int(states[parent[u]]))
+                by_key.setdefault(key, []).append(int(u))
+        self.levels, position = [], {}
+        for key in sorted(by_key) + [None]:
+            if key is None:
+                nodes, k, kp = [int(root)], int(states[root]), None
+            else:
+                nodes, (_, k, kp) = by_key[key], key
+            nodes = sorted(nodes, key=lambda u: -len(children[u]))
+            level = _Level(nodes, k, kp, self.rows.get(k, 0))
+            self.rows[k] = level.hi
+            position.update((u, level.lo + i) for i, u in enumerate(nodes))
+            if kp is not None:
+                level.slots = take_slots(nodes, kp)
+            level.observed = [(i, u) for i, u in enumerate(nodes) if u < tree.n_observed]
+            self.levels.append(level)
+        # the rounds read the children's slots (written by the levels below)
+        largest = [1]  # states x nodes of the largest temporary, per row
+        for level in self.levels:
+            degree = [len(children[u]) for u in level.nodes]
+            for j in range(max(degree, default=0)):
+                kids = [children[u][j] for u, d in zip(level.nodes, degree) if d > j]
+                level.rounds.append(_index([slot[c] for c in kids]))
+                largest.append(len(kids) * level.k)
+            if level.k_parent is not None:
+                level.parents = np.array([position[parent[u]] for u in level.nodes])
+                largest.append(len(level.nodes) * level.k_parent)
+        self.leaves = [
+            (nodes, kp, slots, np.array([position[parent[u]] for u in nodes]))
+            for nodes, kp, slots in self.leaves
+        ]
+        largest += [len(nodes) * kp for nodes, kp, *_ in self.leaves]
+        self.temporary = max(largest)
+        self.position = position
+
+    def stack(self, root_marginal, cpts, dtype):
+        """The tables of every level and leaf group stacked, in the working precision."""
+        root_marginal = np.asarray(root_marginal, dtype=dtype)
+        levels = [
+            np.array([cpts[u] for u in level.nodes], dtype=dtype) for level in self.levels[:-1]
+        ]
+        leaves = [np.array([cpts[u] for u in nodes], dtype=dtype) for nodes, *_ in self.leaves]
+        return root_marginal, levels, leaves
+
+
+def _index(values):
+    """A slice when ``values`` are consecutive (a view, no copy), else an index array."""
+    values = np.asarray(values, dtype=np.intp)
+    if values.size and np.array_equal(values, np.arange(values[0], values[0] + values.size)):
+        return slice(int(values[0]), int(values[0]) + values.size)
+    return values
+
+
+_PLANS = weakref.WeakKeyDictionary()
+
+
+def _plan(tree, root_marginal, cpts):
+    """The :class:`_Plan` of ``tree`` for the state counts of the tables (kept with the
+    tree: EM runs hundreds of passes over one)."""
+    states = np.zeros(tree.n_nodes, dtype=np.int64)
+    states[tree.root] = len(root_marginal)
+    for u, c in cpts.items():
+        states[u] = c.shape[1]
+    key = (tree.root, states.tobytes())
+    plans = _PLANS.setdefault(tree, {})
+    if key not in plans:
+        if len(plans) > 8:
+            plans.clear()
+        plans[key] = _Plan(tree, states)
+    return plans[key]
+
+
+#: bytes of a buffer of the passes that a thread keeps from one pass to the next: fresh
+#: buffers each pass cost more than the passes' arithmetic (page faults: an E-step on
+#: 1,000 rows x 64 columns at ``k' = 8`` took 11.9 ms allocating its arrays, 5.6 ms with
+#: the allocator told to keep its memory)
+_KEEP_BYTES = 1 << 26
+_WORKSPACE = threading.local()
+
+
+def _buffer(name, size, dtype):
+    """A flat array of at least ``size`` entries, kept by the thread under ``name``
+    from pass to pass (up to ``_KEEP_BYTES``)."""
+    dtype = np.dtype(dtype)
+    kept = getattr(_WORKSPACE, "buffers", None)
+    if kept is None:
+        kept = _WORKSPACE.buffers = {}
+    buf = kept.get((name, dtype))
+    if buf is None or buf.size < size:
+        buf = np.empty(size, dtype=dtype)
+        if size * dtype.itemsize <= _KEEP_BYTES:
+            kept[(name, dtype)] = buf
+    return buf
+
+
+def _pools(name, counts, n, dtype):
+    """Arrays ``(m, k, n)`` for each ``k -> m`` of each dict in ``counts``, carved from
+    one :func:`_buffer`; a dict ``k -> array`` per dict of ``counts``."""
+    buf = _buffer(name, sum(m * k * n for c in counts for k, m in c.items()), dtype)
+    out, start = [], 0
+    for c in counts:
+        pools = {}
+        for k, m in c.items():
+            pools[k] = buf[start : start + m * k * n].reshape(m, k, n)
+            start += m * k * n
+        out.append(pools)
+    return out
+
+
+def _view(buf, shape):
+    return buf[: math.prod(shape)].reshape(shape)
+
+
+def _take(pool, index, out):
+    """``pool[index]`` (rows) written into ``out``; a view when ``index`` is a slice."""
+    if isinstance(index, slice):
+        return pool[index]
+    return np.take(pool, index, axis=0, out=out, mode="clip")
 
 
 def _block_rows(tree_states):
@@ -275,31 +463,23 @@ def _block_rows(tree_states):
     return int(min(BLOCK_ROWS, max(_MIN_BLOCK_ROWS, rows)))
 
 
-def _leaf_batch(k, n_rows):
-    """Leaves per batch of the passes for messages of ``k`` states over ``n_rows``."""
-    return max(1, _BATCH_ELEMENTS // max(int(k) * int(n_rows), 1))
-
-
 def _rows(n, n_jobs, block_rows=BLOCK_ROWS):
     n_blocks = max(1, -(-n // block_rows))
     bounds = np.linspace(0, n, n_blocks + 1).astype(int)
     return [slice(bounds[i], bounds[i + 1]) for i in range(n_blocks)], block_threads(n_jobs)
 
 
-def _max_states(cpts, root_marginal):
-    return max([len(root_marginal)] + [max(c.shape) for c in cpts.values()])
-
-
-def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, *args):
-    """``func(block evidence, block weights, tree, root, cpts, *args)`` over row blocks,
-    in threads with ``n_jobs``; BLAS single-threaded, so the blocks share the cores
-    instead of oversubscribing them."""
-    rows = _block_rows(_max_states(cpts, root_marginal))
-    blocks, jobs = _rows(evidence.n_rows, n_jobs, rows)
+def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, dtype, *args):
+    """``func(block evidence, block weights, plan, stacked tables, *args)`` over row
+    blocks, in threads with ``n_jobs``; BLAS single-threaded, so the blocks share the
+    cores instead of oversubscribing them."""
+    plan = _plan(tree, root_marginal, cpts)
+    tables = plan.stack(root_marginal, cpts, dtype)
+    blocks, jobs = _rows(evidence.n_rows, n_jobs, _block_rows(plan.states.max()))
 
     def call(s):
         w = None if weights is None else weights[s]
-        return func(evidence.block(s), w, tree, root_marginal, cpts, *args)
+        return func(evidence.block(s), w, plan, tables, *args)
 
     with single_threaded_blas():
         if jobs == 1 or len(blocks) == 1:
@@ -307,126 +487,104 @@ def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, *arg
         return Parallel(n_jobs=jobs, prefer="threads")(delayed(call)(s) for s in blocks)
 
 
-def _as_dtype(root_marginal, cpts, dtype):
-    """The tables in the working precision of the passes."""
-    return (
-        np.asarray(root_marginal, dtype=dtype),
-        {u: np.asarray(c, dtype=dtype) for u, c in cpts.items()},
-    )
-
-
-def _normalise_columns(m, log_scale=None):
-    """Divide every column of ``m`` by its sum (in place); add the logs to ``log_scale``
-    (when given); return the sums (1 where a column sums to 0)."""
-    s = m.sum(axis=0)
+def _rescale(b, log_scale):
+    """Divide every column of the stacked messages ``b`` by its largest entry (in
+    place) and add the logs to ``log_scale``."""
+    s = b.max(axis=1)
     s[s <= 0] = 1
-    m /= s
-    if log_scale is not None:
-        log_scale += np.log(s, dtype=np.float64)
-    return s
+    b /= s[:, None, :]
+    log_scale += np.log(s, dtype=np.float64).sum(axis=0)
 
 
-def _upward(tree, root_marginal, cpts, ev, keep):
+def _upward(plan, tables, ev):
     """Upward pass on one block: ``(lik, log_scale, beta, msg)``.
 
-    ``beta[u]`` (internal nodes, ``keep=True``) is the evidence of ``u`` times its
-    children's messages, divided column-wise by its sum (the log of the factor added to
-    ``log_scale``; the root's is not divided); ``msg[u] = cpt_u @ beta_u`` the message to
-    the parent (a leaf's: ``cpt_u @ e_u``), kept with ``keep=True``.
+    ``beta[k][i]`` (the internal node at row ``i`` of the pool of ``k`` states) is the
+    node's evidence times its children's messages, divided column-wise by its sum (the
+    log of the factor added to ``log_scale``; the root's is not divided);
+    ``msg[k][s]`` the message ``cpt_u @ beta_u`` (a leaf's ``cpt_u @ e_u``) of the node
+    in slot ``s`` of the pool of parents with ``k`` states.
     ``P(x) = lik * exp(log_scale)``.
     """
-    n = ev.n_rows
-    dtype = root_marginal.dtype
+    root_marginal, level_tables, leaf_tables = tables
+    n, dtype = ev.n_rows, root_marginal.dtype
     log_scale = np.zeros(n)
-    beta, msg = {}, {}
-    lik = None
-    # the leaves' messages come in batches, in the order the pass reads them
-    leaves = [
-        u for u in tree.postorder if u < tree.n_observed and not tree.children[u] and u != tree.root
-    ]
-    batch = _leaf_batch(root_marginal.size, n)
-    batches = iter(range(0, len(leaves), batch))
-    ready = {}
-    for u in tree.postorder:
-        kids = tree.children[u]
-        observed = u < tree.n_observed
-        if not kids:
-            if u != tree.root:
-                if not observed:
-                    raise ValueError(f"Hidden node {u} is a leaf: it carries no information.")
-                if u not in ready:
-                    i = next(batches)
-                    ready = ev.leaf_messages(leaves[i : i + batch], cpts)
-                msg[u] = ready.pop(u)
-                continue
-            b = ev.evidence(u, dtype)
-        else:
-            first = msg[kids[0]] if keep else msg.pop(kids[0])
-            b = first * (msg[kids[1]] if keep else msg.pop(kids[1])) if len(kids) > 1 else first
-            if len(kids) == 1:
-                b = b.copy()
-            for t, c in enumerate(kids[2:], start=2):
-                b *= msg[c] if keep else msg.pop(c)
-                if t % _RESCALE_EVERY == 0:
-                    _rescale(b, log_scale)
-            if observed:
-                b *= ev.evidence(u, dtype)
-        if u == tree.root:
-            if keep:
-                beta[u] = b
-            lik = (root_marginal @ b).astype(np.float64)
+    msg, beta = _pools("up", (plan.slots, plan.rows), n, dtype)
+    spare = _buffer("spare", plan.temporary * n, dtype)
+    for (nodes, kp, slots, _), t in zip(plan.leaves, leaf_tables):
+        ev.leaf_messages(nodes, t, out=msg[kp][slots])
+    for level, t in zip(plan.levels, level_tables + [None]):
+        k = level.k
+        b = beta[k][level.lo : level.hi]
+        if level.rounds:
+            np.copyto(b, _take(msg[k], level.rounds[0], b))
+        else:  # a tree of one node: its evidence alone
+            b[...] = 1
+        for j, index in enumerate(level.rounds[1:], start=1):
+            m = len(range(index.stop)[index]) if isinstance(index, slice) else len(index)
+            b[:m] *= _take(msg[k], index, _view(spare, (m, k, n)))
+            if j % _RESCALE_EVERY == 0:
+                _rescale(b, log_scale)
+        for i, u in level.observed:
+            b[i] *= ev.evidence(u, dtype)
+        if t is None:  # the root
+            lik = (root_marginal @ b[0]).astype(np.float64)
             break
-        _normalise_columns(b, log_scale)
-        if keep:
-            beta[u] = b
-        msg[u] = cpts[u] @ b
+        s = b.sum(axis=1)
+        s[s <= 0] = 1
+        b /= s[:, None, :]
+        log_scale += np.log(s, dtype=np.float64).sum(axis=0)
+        np.matmul(t, b, out=msg[level.k_parent][level.slots])
     return lik, log_scale, beta, msg
 
 
-def _rescale(b, log_scale):
-    s = b.max(axis=0)
-    s[s <= 0] = 1
-    b /= s
-    log_scale += np.log(s, dtype=np.float64)
-
-
-def _divide(q, m):
+def _divide(q, m, out=None):
     """``q / m``, 0 where ``m`` is 0 (``q`` is 0 there: ``m`` is a factor of it)."""
-    out = np.maximum(m, _TINY[m.dtype])
+    out = np.maximum(m, _TINY[m.dtype], out=out)
     return np.divide(q, out, out=out)
 
 
-def _downward(tree, root_marginal, cpts, beta, msg, weights):
-    """Yield ``(p, q_p, W_p)`` for every internal node ``p`` (and the root) in preorder.
+def _downward(plan, tables, beta, msg, weights, edge_counts=None):
+    """The posteriors ``q = w P(x_u | row)`` of every internal node, in pools as
+    ``beta``; with ``edge_counts`` (a dict), the expected counts of every edge to an
+    internal node are added to it.
 
     ``q_p = w P(x_p | row)`` (column sums ``w``; 0 for a row of probability 0) and, for
-    each internal child ``c``, ``W_p[c] = q_p / msg_c`` - the outside evidence of ``c``'s
-    parent times ``w / P(row)``, so that ``P(x_p, x_c | row) w = W_p[c][x_p] cpt_c[x_p,
-    x_c] beta_c[x_c]`` and the outside message of ``c`` is ``cpt_c^T W_p[c]``.
+    an internal child ``c``, ``W_c = q_p / msg_c`` - the outside evidence of ``c``'s
+    parent times ``w / P(row)``, so that ``P(x_p, x_c | row) w = W_c[x_p] cpt_c[x_p,
+    x_c] beta_c[x_c]`` and the outside message of ``c`` is ``cpt_c^T W_c``.
 
-    Only the root's ``q`` is normalised: below it ``q_c = (cpt_c^T W_p[c]) * beta_c``
-    sums to ``sum_y W_p[c][y] msg_c[y] = sum_y q_p[y] = w`` whatever the scale of
+    Only the root's ``q`` is normalised: below it ``q_c = (cpt_c^T W_c) * beta_c``
+    sums to ``sum_y W_c[y] msg_c[y] = sum_y q_p[y] = w`` whatever the scale of
     ``beta_c`` (``msg_c = cpt_c @ beta_c``; where ``msg_c`` is 0 so is ``q_p``), so the
     posteriors keep their column sums without a pass over them at every node.
     """
-    outside = {tree.root: root_marginal[:, None]}
-    for p in tree.preorder:
-        kids = tree.children[p]
-        if not kids and p != tree.root:
-            continue
-        q = outside.pop(p) * beta[p]
-        if p == tree.root:
-            q *= _safe_ratio(weights, q.sum(axis=0).astype(np.float64)).astype(q.dtype)
-        W = {}
-        for c in kids:
-            if tree.children[c]:
-                W[c] = _divide(q, msg[c])
-                outside[c] = cpts[c].T @ W[c]
-        yield p, q, W
+    root_marginal, level_tables, _ = tables
+    n, dtype = next(iter(beta.values())).shape[2], root_marginal.dtype
+    (q,) = _pools("down", (plan.rows,), n, dtype)
+    spare = _buffer("spare", plan.temporary * n, dtype)
+    divisor = _buffer("divisor", plan.temporary * n, dtype)
+    top = plan.levels[-1]
+    qr = q[top.k][top.lo]
+    np.multiply(root_marginal[:, None], beta[top.k][top.lo], out=qr)
+    qr *= _safe_ratio(weights, qr.sum(axis=0).astype(np.float64)).astype(dtype)
+    for level, t in zip(plan.levels[-2::-1], level_tables[::-1]):
+        shape = (len(level.nodes), level.k_parent, n)
+        W = _take(q[level.k_parent], level.parents, _view(spare, shape))
+        W = _divide(W, msg[level.k_parent][level.slots], out=_view(divisor, shape))
+        b = beta[level.k][level.lo : level.hi]
+        out = q[level.k][level.lo : level.hi]
+        np.matmul(t.transpose(0, 2, 1), W, out=out)
+        out *= b
+        if edge_counts is not None:
+            # W_c @ beta_c^T: sum_r P(x_p, x_c | row r) w_r / cpt_c[x_p, x_c]
+            counts = (t * np.matmul(W, b.transpose(0, 2, 1))).astype(np.float64)
+            edge_counts.update(zip(level.nodes, counts))
+    return q
 
 
-def _log_likelihood_block(ev, _, tree, root_marginal, cpts):
-    lik, log_scale, _, _ = _upward(tree, root_marginal, cpts, ev, keep=False)
+def _log_likelihood_block(ev, _, plan, tables):
+    lik, log_scale, _, _ = _upward(plan, tables, ev)
     with np.errstate(divide="ignore"):
         return np.log(lik) + log_scale
 
@@ -451,8 +609,9 @@ def log_likelihood(tree, root_marginal, cpts, evidence, n_jobs=None, dtype=np.fl
     -------
     ndarray of shape (n_rows,)
     """
-    root_marginal, cpts = _as_dtype(root_marginal, cpts, dtype)
-    parts = _map_blocks(_log_likelihood_block, evidence, None, n_jobs, tree, root_marginal, cpts)
+    parts = _map_blocks(
+        _log_likelihood_block, evidence, None, n_jobs, tree, root_marginal, cpts, dtype
+    )
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
@@ -465,24 +624,19 @@ def _safe_ratio(w, lik):
     return np.where(np.isfinite(r) & (lik > 0), r, 0.0)
 
 
-def _counts_block(ev, w, tree, root_marginal, cpts):
-    lik, log_scale, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
+def _counts_block(ev, w, plan, tables):
+    lik, log_scale, beta, msg = _upward(plan, tables, ev)
     with np.errstate(divide="ignore"):
         loglik = np.log(lik) + log_scale
-    edge_counts, leaves = {}, []
-    batch = _leaf_batch(root_marginal.size, ev.n_rows)
-    for p, q, W in _downward(tree, root_marginal, cpts, beta, msg, w):
-        if p == tree.root:
-            root_counts = q.sum(axis=1).astype(np.float64)
-        for c in tree.children[p]:
-            if c in W:  # W[c] @ beta_c^T: sum_r P(x_p, x_c | row r) w_r / cpt_c[x_p, x_c]
-                edge_counts[c] = (cpts[c] * (W[c] @ beta[c].T)).astype(np.float64)
-            else:
-                leaves.append((c, q))
-        if len(leaves) >= batch:
-            edge_counts.update(ev.leaf_counts_of(leaves, cpts, msg))
-            leaves = []
-    edge_counts.update(ev.leaf_counts_of(leaves, cpts, msg))
+    edge_counts = {}
+    q = _downward(plan, tables, beta, msg, w, edge_counts)
+    top = plan.levels[-1]
+    root_counts = q[top.k][top.lo].sum(axis=1).astype(np.float64)
+    spare = _buffer("spare", plan.temporary * ev.n_rows, q[top.k].dtype)
+    for (nodes, kp, slots, parents), t in zip(plan.leaves, tables[2]):
+        qp = _take(q[kp], parents, _view(spare, (len(nodes), kp, ev.n_rows)))
+        counts = ev.leaf_counts_of(nodes, t, qp, msg[kp][slots])
+        edge_counts.update(zip(nodes, counts))
     return loglik, root_counts, edge_counts
 
 
@@ -508,20 +662,20 @@ def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None, d
         ``sum_r w_r P(x_parent, x_node | row r)`` for every non-root node.
     """
     weights = np.asarray(weights, dtype=float)
-    root_marginal, cpts = _as_dtype(root_marginal, cpts, dtype)
-    parts = _map_blocks(_counts_block, evidence, weights, n_jobs, tree, root_marginal, cpts)
+    parts = _map_blocks(_counts_block, evidence, weights, n_jobs, tree, root_marginal, cpts, dtype)
     loglik = np.concatenate([p[0] for p in parts])
     root_counts = sum(p[1] for p in parts)
     edge_counts = {u: sum(p[2][u] for p in parts) for u in parts[0][2]}
     return loglik, root_counts, edge_counts
 
 
-def _posterior_block(ev, _, tree, root_marginal, cpts, nodes):
-    _, _, beta, msg = _upward(tree, root_marginal, cpts, ev, keep=True)
-    wanted, out = set(nodes), {}
-    for p, q, _ in _downward(tree, root_marginal, cpts, beta, msg, np.ones(ev.n_rows)):
-        if p in wanted:  # columns sum to 1, or to 0 for a row of probability 0
-            out[p] = np.where(q.sum(axis=0) > 0, q, 1.0 / q.shape[0]).T
+def _posterior_block(ev, _, plan, tables, nodes):
+    _, _, beta, msg = _upward(plan, tables, ev)
+    q = _downward(plan, tables, beta, msg, np.ones(ev.n_rows))
+    out = {}
+    for u in nodes:  # columns sum to 1, or to 0 for a row of probability 0
+        p = q[plan.states[u]][plan.position[u]]
+        out[u] = np.where(p.sum(axis=0) > 0, p, 1.0 / p.shape[0]).T
     return out
 
 
@@ -535,8 +689,9 @@ def hidden_posteriors(tree, root_marginal, cpts, evidence, nodes=None, n_jobs=No
     leaves = [u for u in nodes if not tree.children[u] and u != tree.root]
     if leaves:
         raise ValueError(f"Posteriors are computed for internal nodes; {leaves[:5]} are leaves.")
-    root_marginal, cpts = _as_dtype(root_marginal, cpts, np.float64)
-    parts = _map_blocks(_posterior_block, evidence, None, n_jobs, tree, root_marginal, cpts, nodes)
+    parts = _map_blocks(
+        _posterior_block, evidence, None, n_jobs, tree, root_marginal, cpts, np.float64, nodes
+    )
     return {u: np.vstack([p[u] for p in parts]) for u in nodes}
 
 
