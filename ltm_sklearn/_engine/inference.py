@@ -663,6 +663,8 @@ def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None, d
     """
     weights = np.asarray(weights, dtype=float)
     parts = _map_blocks(_counts_block, evidence, weights, n_jobs, tree, root_marginal, cpts, dtype)
+    if len(parts) == 1:
+        return parts[0]
     loglik = np.concatenate([p[0] for p in parts])
     root_counts = sum(p[1] for p in parts)
     edge_counts = {u: sum(p[2][u] for p in parts) for u in parts[0][2]}

@@ -166,6 +166,10 @@ def select_model(est, moments, rng):
                         task = CandidateTask(
                             k, tree, "grown", effort, last, seed, start, _GROW_NOISE
                         )
+                    elif k == 1:
+                        # every hidden node constant: the expected counts are the data's
+                        # whatever the start, and one EM step reaches the optimum
+                        task = CandidateTask(k, tree, "random", effort, last, seed)
                     else:
                         task = CandidateTask(k, tree, "own", effort, last, seed)
                 elif fitted.converged:  # nothing more to gain on the training rows
