@@ -217,7 +217,7 @@ def report():
             continue
         label, row = path.stem.split("-", 1)
         parts[(label, row)] = json.loads(path.read_text())
-    order = {"before": 0, "prev": 1, "serial": 2, "after": 3}
+    order = {"before": 0, "tasks": 1, "after": 2}
     labels = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 3), s))
     header = ["row"]
     for label in labels:
@@ -250,19 +250,21 @@ def report():
             "",
             f"Machine: {machine()}. One fit per cell, run one at a time. Labels: `before` "
             "is the code before the selection engine (commit a76d29f, whose E-step ran on "
-            "one core); `prev` the selection engine's second stop (commit 3e2de24); "
-            "`serial` commit cc8ef44, which fits the candidates of a selection one after "
-            "another in one process; `after` the current code, which runs them side by "
-            "side in worker processes, each with a random stream of its own. `serial` and "
-            "`after` ran alternately in one session; `prev` and `before` in earlier ones "
-            "(the machine's speed drifts by up to 2x between sessions: compare cells "
-            "measured together). The `before` cells of plants, baudio, jester and bnetflix "
-            "are that code's `bench_debd.md` run (noted in the cell). `gmm-digits` is the "
-            "GaussianMixture BIC grid (1-10 components) on the same digits rows, for time "
-            "only (a density of the levels as numbers is not comparable in nats). A rule "
-            "that stopped racing the structures that fell behind below k' = 8 (commit "
-            "1138465) was measured and reverted: baudio fell from -39.543 to -39.659 for "
-            "no saving on digits.",
+            "one core); `tasks` commit 67bbe45, which runs the candidates of a selection "
+            "side by side in worker processes, each with a random stream of its own; "
+            "`after` the current code, whose message passing processes the nodes of one "
+            "height together (batched products, buffers kept from pass to pass) and "
+            "whose k' = 1 candidates start EM from random tables. `tasks` and `after` ran "
+            "alternately in one session on the digits, truth-k3 and nltcs rows; the "
+            "`tasks` cells of plants, baudio, jester and bnetflix, and every `before` cell, "
+            "come from earlier sessions (the machine's speed drifts by up to 2x between "
+            "sessions: compare cells measured together). The `before` cells of plants, "
+            "baudio, jester and bnetflix are that code's `bench_debd.md` run (noted in the "
+            "cell). `gmm-digits` is the GaussianMixture BIC grid (1-10 components) on the "
+            "same digits rows, for time only (a density of the levels as numbers is not "
+            "comparable in nats). A rule that stopped racing the structures that fell "
+            "behind below k' = 8 (commit 1138465) was measured and reverted: baudio fell "
+            "from -39.543 to -39.659 for no saving on digits.",
             "",
             markdown_table(header, rows),
         ]

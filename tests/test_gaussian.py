@@ -551,3 +551,19 @@ def test_auto_components_at_the_cap_say_so(monkeypatch):
     with pytest.warns(UserWarning, match="stopped at its cap of 2 components"):
         est = GaussianLatentTree(structure="chow_liu", random_state=0).fit(X)
     assert est.n_components_ == 2
+
+
+def test_structures_walk_side_by_side_to_the_same_model(monkeypatch):
+    from ltm_sklearn._estimators import gaussian as gaussian_module
+
+    # every structure of "auto" and its walk over the components: in worker processes
+    # (n_jobs=2, even for this small table) or one after another here
+    truth = GaussianLatentTreeModel.random(balanced_binary_tree(6), random_state=0)
+    X = truth.sample(400, random_state=1)
+    monkeypatch.setattr(gaussian_module, "_SIDE_BY_SIDE_ENTRIES", 0)
+    here = GaussianLatentTree(n_jobs=1, random_state=0).fit(X)
+    workers = GaussianLatentTree(n_jobs=2, random_state=0).fit(X)
+    assert here.bic_ == workers.bic_
+    assert len(here.bic_) > 5  # several structures and numbers of components
+    assert (here.structure_, here.n_components_) == (workers.structure_, workers.n_components_)
+    np.testing.assert_array_equal(here.score_samples(X), workers.score_samples(X))

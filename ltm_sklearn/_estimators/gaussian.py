@@ -6,12 +6,14 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import Parallel, delayed
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from .._algorithms.gaussian import (
     cluster_correlations,
@@ -38,7 +40,9 @@ from .._algorithms.yeo_johnson import (
     yeo_johnson_log_derivative,
 )
 from .._engine.mixed_columns import column_scales
+from .._engine.threads import block_threads
 from .._engine.tree import LatentTree
+from .selection import grow
 from .sklearn_internals import Interval, StrOptions, check_sample_weight
 from .validation import as_fitted_frame, check_frame_dtypes, reset_fitted_state, target_index
 
@@ -68,6 +72,10 @@ MAX_AUTO_COMPONENTS = 10
 _HERMITE_NODES = 64
 #: ``"auto"`` stops after this many components in a row without a better criterion
 _PATIENCE = 2
+#: the structures' walks run in worker processes when the fits still to do hold at
+#: least this many entries (rows x columns x fits): below, starting the workers costs
+#: more than it saves
+_SIDE_BY_SIDE_ENTRIES = 200_000
 
 
 class GaussianLatentTree(DensityMixin, BaseEstimator):
@@ -125,6 +133,11 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         Jacobian and the exponents counted) to the Chow-Liu tree with its components
         chosen; ``"yeo-johnson"`` always transforms. Scores include the
         Jacobian: they are densities on the columns as given.
+    n_jobs : int, default=None
+        Worker processes for the candidate structures (each walks its numbers of
+        components in a process of its own): ``None`` uses the cores the process may use
+        (at most ``OMP_NUM_THREADS``), as the other estimators. The model does not depend
+        on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the k-means start of the components.
 
@@ -194,6 +207,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="neither")],
         "margins": [StrOptions({"auto", "yeo-johnson", "none"})],
+        "n_jobs": [Integral, None],
         "random_state": ["random_state"],
     }
 
@@ -206,6 +220,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         tol=1e-4,
         reg_covar=1e-6,
         margins="auto",
+        n_jobs=None,
         random_state=None,
     ):
         self.n_components = n_components
@@ -214,6 +229,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         self.tol = tol
         self.reg_covar = reg_covar
         self.margins = margins
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation
@@ -388,41 +404,37 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     def _search(self, data, sw, structures, grid, seed, distinct):
         """The best BIC over structures, each walking the grid of components (a tree
         without hidden variables needs more components than a latent tree to fit the
-        same law) until two in a row do not improve it; fits are cached in ``data``."""
-        n_eff = sw.sum()
-        best = None
+        same law) until two in a row do not improve it (:func:`~.selection.grow`); the
+        walks run side by side in worker processes (``n_jobs``) and their fits are
+        cached in ``data``."""
+        d = data["Z"].shape[1]
+        walks = []
         for structure in structures:
             name = structure if isinstance(structure, str) else "given"
-            worse, best_here = 0, np.inf
-            d = data["Z"].shape[1]
-            for k in _group_grid(name, grid, d, distinct, optional=len(structures) > 1):
-                if (name, k) not in data["fits"]:
-                    fit = self._fit_one(data["Z"], sw, structure, k, seed, data["starts"])
-                    fit["bic"] = (
-                        -2.0 * n_eff * fit["score"]
-                        + fit["n_params"] * np.log(n_eff)
-                        + data["offset"]
-                    )
-                    fit["structure"] = name
-                    data["fits"][(name, k)] = fit
-                    self.bic_[(data["name"], name, k)] = float(fit["bic"])
-                fit = data["fits"][(name, k)]
+            ks = list(_group_grid(name, grid, d, distinct, optional=len(structures) > 1))
+            cached = {k: f for (n, k), f in data["fits"].items() if n == name}
+            walks.append((structure, name, ks, cached))
+        for k in sorted({k for *_, ks, _ in walks for k in ks}):
+            _kmeans_start(data, sw, k, seed)  # shared by the walks, found once
+        args = (data["Z"], sw, data["starts"], data["offset"])
+        jobs = min(block_threads(self.n_jobs), len(walks))
+        todo = sum(len(ks) - len(cached) for *_, ks, cached in walks)
+        if jobs > 1 and todo > 1 and len(data["Z"]) * d * todo >= _SIDE_BY_SIDE_ENTRIES:
+            results = Parallel(n_jobs=jobs, backend="loky")(
+                delayed(_walk)(self, *walk, *args) for walk in walks
+            )
+        else:
+            results = [_walk(self, *walk, *args) for walk in walks]
+        best = None
+        for (_, name, _, _), fits in zip(walks, results):
+            for k, fit in fits.items():
+                data["fits"][(name, k)] = fit
+                self.bic_[(data["name"], name, k)] = float(fit["bic"])
                 if best is None or fit["bic"] < best["bic"]:
                     best = fit
-                if fit["bic"] < best_here:
-                    best_here, worse = fit["bic"], 0
-                else:
-                    worse += 1
-                    if worse >= _PATIENCE:
-                        break
         return dict(best)
 
-    def _fit_one(self, Z, sw, structure, k, seed, starts):
-        # the k-means start of k components, shared by the candidate structures
-        if k > 1 and k not in starts:
-            starts[k] = KMeans(k, n_init=1, random_state=seed).fit_predict(
-                np.nan_to_num(Z), sample_weight=sw
-            )
+    def _fit_one(self, Z, sw, structure, k, starts):
         labels = starts.get(k)
         tree = self._structure(Z, structure, labels, sw)
         grouped = isinstance(structure, str) and structure in GROUPED_LEAF_STRUCTURES
@@ -581,6 +593,36 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
+
+
+def _kmeans_start(data, sw, k, seed):
+    """The k-means labels that start the fits of ``k`` components (shared by the
+    candidate structures), cached in ``data``; on one thread, so that they do not
+    depend on the machine's threads."""
+    if k > 1 and k not in data["starts"]:
+        with threadpool_limits(limits=1):
+            data["starts"][k] = KMeans(k, n_init=1, random_state=seed).fit_predict(
+                np.nan_to_num(data["Z"]), sample_weight=sw
+            )
+
+
+def _walk(est, structure, name, ks, cached, Z, sw, starts, offset):
+    """The fits of one structure over the numbers of components ``ks``, in order, until
+    two in a row do not improve its BIC: ``{k: fit}`` (``cached`` fits are not redone)."""
+    n_eff = sw.sum()
+    fits = {}
+
+    def evaluate(k):
+        fit = cached.get(k)
+        if fit is None:
+            fit = est._fit_one(Z, sw, structure, k, starts)
+            fit["bic"] = -2.0 * n_eff * fit["score"] + fit["n_params"] * np.log(n_eff) + offset
+            fit["structure"] = name
+        fits[k] = fit
+        return -fit["bic"]
+
+    grow(ks, evaluate, patience=_PATIENCE)
+    return fits
 
 
 def _group_grid(name, grid, d, distinct, optional):
