@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from ltm_sklearn import LatentTree, LatentTreeEM
+from ltm_sklearn import LatentTree, LatentTreeEM, SpectralLatentTree
 from ltm_sklearn._algorithms.em import (
     average_members,
     fit_em,
@@ -18,6 +18,7 @@ from ltm_sklearn._algorithms.em import (
 )
 from ltm_sklearn._engine.inference import (
     CodeEvidence,
+    DenseEvidence,
     expected_counts,
     hidden_posteriors,
     log_likelihood,
@@ -125,6 +126,81 @@ def test_em_never_decreases_its_objective(alpha, accelerate):
         )
         assert np.all(np.diff(history) >= -1e-10)
         assert n_iter == 200 and (len(history) == 200 or accelerate)
+
+
+def _soft_vectors(codes, n_states, softening, unseen):
+    """The soft evidence of every entry, written out: ``1 - softening`` on the observed
+    category, ``softening / (n - 1)`` on each other one; ones for a missing entry, the
+    unseen likelihood for an unseen category."""
+    vectors = {}
+    for u, n in enumerate(n_states):
+        E = np.full((n, n), softening / (n - 1))
+        np.fill_diagonal(E, 1 - softening)
+        v = np.ones((codes.shape[1], n))
+        seen = codes[u] >= 0
+        v[seen] = E[codes[u][seen]]
+        v[codes[u] == -2] = unseen[u]
+        vectors[u] = v
+    return vectors
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_softened_e_step_is_the_e_step_of_the_soft_evidence(dtype):
+    # observed internal nodes, missing and unseen entries, columns of 2 and 3 categories
+    edges = [(10, 0), (10, 1), (10, 2), (2, 3), (2, 4), (4, 11), (11, 5), (11, 6), (6, 7)]
+    tree = LatentTree(edges + [(6, 8), (6, 9)], 10, root=10)
+    model = LatentTreeModel.random(tree, 3, 3, random_state=0)
+    rng = np.random.default_rng(0)
+    codes = model._codes(model.sample(600, random_state=1).astype(float))
+    codes[rng.random(codes.shape) < 0.1] = -1
+    codes[rng.random(codes.shape) < 0.03] = -2
+    n_states, unseen = model.n_states[:10], np.full(10, 0.02)
+    w = rng.random(codes.shape[1])
+    soft = CodeEvidence(codes, n_states, unseen, softening=0.07)
+    dense = DenseEvidence(_soft_vectors(codes, n_states, 0.07, unseen))
+    args = (model.tree, model.root_marginal, model.cpts)
+    a = expected_counts(*args, soft, w, dtype=dtype)
+    b = expected_counts(*args, dense, w, dtype=dtype)
+    tol = 1e-10 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(a[0], b[0], atol=tol)
+    for u in b[2]:
+        np.testing.assert_allclose(a[2][u], b[2][u], atol=tol * w.sum())
+    # softening moves the likelihood: the evidence is not the data's
+    hard = log_likelihood(*args, CodeEvidence(codes, n_states, unseen))
+    assert np.abs(hard - a[0]).max() > 0.01
+
+
+def test_softened_em_never_decreases_and_approaches_the_hard_optimum():
+    model = LatentTreeModel.random(balanced_binary_tree(6), 2, 3, random_state=0)
+    codes, w = unique_rows(model._codes(model.sample(2000, random_state=0).astype(float)),
+                           np.ones(2000))  # fmt: skip
+    n_states = model.n_states[:6]
+    start = random_cpts(model.tree, model.n_states, 0)
+
+    def fit(softening):
+        ev = CodeEvidence(codes, n_states, softening=softening)
+        return fit_em(model.tree, *start, ev, w, max_iter=500, tol=1e-12)
+
+    hard = fit(0.0)
+    gaps = []
+    for softening in (0.1, 0.01, 0.001):
+        root, cpts, _, _, _, history = fit(softening)
+        assert np.all(np.diff(history) >= -1e-10)
+        gaps.append(max(np.abs(cpts[u] - hard[1][u]).max() for u in cpts))
+    assert gaps[0] > gaps[1] > gaps[2]
+    assert gaps[2] < 1e-2
+
+
+def test_softened_estimator_is_normalised_and_zero_softening_changes_nothing():
+    model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
+    X = model.sample(500, random_state=1)
+    options = dict(n_hidden_states=2, tree=model.tree, n_members=1, random_state=0)
+    soft = SpectralLatentTree(softening=0.1, **options).fit(X)
+    assert np.exp(soft.score_samples(model.all_configurations())).sum() == pytest.approx(1.0)
+    plain = SpectralLatentTree(**options).fit(X)
+    zero = SpectralLatentTree(softening=0.0, **options).fit(X)
+    np.testing.assert_array_equal(plain.score_samples(X), zero.score_samples(X))
+    assert not np.allclose(soft.score_samples(X), plain.score_samples(X))
 
 
 def test_unique_rows_merge_identical_rows_and_keep_weights():

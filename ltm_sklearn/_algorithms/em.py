@@ -487,6 +487,7 @@ def polish(
     *,
     others=(),
     alpha=0.0,
+    softening=0.0,
     max_iter=100,
     tol=1e-4,
     random_state=None,
@@ -495,7 +496,8 @@ def polish(
     dtype=np.float64,
     early_stopping=None,
 ):
-    """EM from a starting point on category codes, identical rows merged.
+    """EM from a starting point on category codes, identical rows merged, softened by
+    ``softening`` (:class:`~ltm_sklearn._engine.inference.CodeEvidence`).
 
     With more than ``2 * STAGE_ROWS`` rows of positive weight, EM first runs to
     convergence on a random subsample of ``STAGE_ROWS`` rows (pseudo-count scaled by the
@@ -524,7 +526,7 @@ def polish(
     rows = np.flatnonzero(weights > 0)
     options = dict(max_iter=max_iter, tol=tol, verbose=verbose, n_jobs=n_jobs, dtype=dtype)
     c, w = unique_rows(codes, weights)
-    full = CodeEvidence(c, n_states)
+    full = CodeEvidence(c, n_states, softening=softening)
     if rows.size <= 2 * STAGE_ROWS:
         fits, held = [], []
         for s in starts:
@@ -540,7 +542,7 @@ def polish(
     sub = np.sort(rng.choice(rows, STAGE_ROWS, replace=False))
     c_sub, w_sub = unique_rows(codes[:, sub], weights[sub])
     share = w_sub.sum() / weights[rows].sum()
-    evidence = CodeEvidence(c_sub, n_states)
+    evidence = CodeEvidence(c_sub, n_states, softening=softening)
     fits = [fit_em(tree, *s, evidence, w_sub, alpha=alpha * share, **options) for s in starts]
     best = max(range(len(fits)), key=lambda i: (fits[i][2], -i))
     root_marginal, cpts, objective, n_iter, _, _ = fits[best]

@@ -83,12 +83,25 @@ class CodeEvidence:
     n_states : array-like of int, shape (n_observed,)
     unseen_proba : array-like of shape (n_observed,), default=None
         Likelihood of an unseen category given any state of the parent (0 if ``None``).
+    softening : float, default=0.0
+        Data softening (Liu & Van den Broeck, "Tractable Regularization of Probabilistic
+        Circuits", NeurIPS 2021, section 4): an observed category ``v`` of a column with
+        ``n`` categories is the soft evidence ``1 - softening`` on ``v`` and
+        ``softening / (n - 1)`` on each other category, so EM fits the expected
+        likelihood of the data with each entry flipped at that rate. ``0`` is the data
+        as observed.
     """
 
-    def __init__(self, codes, n_states, unseen_proba=None, _index=None):
+    def __init__(self, codes, n_states, unseen_proba=None, softening=0.0, _index=None):
         self.n_states = np.asarray(n_states, dtype=np.int64)
         d = len(self.n_states)
         self.unseen = np.zeros(d) if unseen_proba is None else np.asarray(unseen_proba, float)
+        self.softening = float(softening)
+        # the soft evidence of a category: ``own`` on it and ``other`` on each other one
+        # (a column of one category keeps its hard evidence)
+        others = np.maximum(self.n_states - 1, 1)
+        self._other = np.where(self.n_states > 1, self.softening / others, 0.0)
+        self._own = 1.0 - self._other * others
         if _index is None:
             codes = np.asarray(codes)
             n = self.n_states[:, None]
@@ -110,21 +123,45 @@ class CodeEvidence:
         key = (rows.start, rows.stop, rows.step) if isinstance(rows, slice) else None
         kept = {} if self._blocks is None or key is None else self._blocks
         if key not in kept:
-            kept[key] = CodeEvidence(None, self.n_states, self.unseen, _index=self.index[:, rows])
+            kept[key] = CodeEvidence(
+                None, self.n_states, self.unseen, self.softening, _index=self.index[:, rows]
+            )
         return kept[key]
 
     def _augment(self, u, table):
         """``[table | row sums | unseen_proba * row sums]`` along the last axis: ``u`` one
-        node and its table, or a list of nodes and their tables stacked."""
+        node and its table, or a list of nodes and their tables stacked. With
+        ``softening`` the columns of the categories are those of their soft evidence,
+        ``(own - other) * table + other * row sums``."""
         n = table.shape[-1]
         out = np.empty((*table.shape[:-1], n + 2), dtype=table.dtype)
-        out[..., :n] = table
         table.sum(axis=-1, out=out[..., n])
+        if self.softening:  # e_v = (own - other) * one-hot(v) + other * ones
+            own, other = self._own[u] - self._other[u], self._other[u]
+            if np.ndim(own):
+                own, other = own[:, None, None], other[:, None]
+            np.multiply(table, own, out=out[..., :n])
+            out[..., :n] += (out[..., n] * other)[..., None]
+        else:
+            out[..., :n] = table
         unseen = self.unseen[u]
         np.multiply(
             out[..., n], unseen[:, None] if np.ndim(unseen) else unseen, out=out[..., n + 1]
         )
         return out
+
+    def _soft_counts(self, u, T, tables):
+        """The expected counts of observed categories under soft evidence, from the sums
+        ``T[..., v]`` of the parents' posteriors over the rows of each category ``v``: a
+        row of category ``v`` puts ``P(x_u | x_parent, e_v) = table[x_parent, x_u]
+        e_v[x_u] / (table e_v)[x_parent]`` on ``x_u``."""
+        n = tables.shape[-1]
+        soft = self._augment(u, tables)[..., :n]
+        ratio = T[..., :n] / np.where(soft > 0, soft, 1.0)
+        own, other = self._own[u] - self._other[u], self._other[u]
+        if np.ndim(own):
+            own, other = own[:, None, None], other[:, None, None]
+        return tables * (own * ratio + other * ratio.sum(axis=-1, keepdims=True))
 
     def _onehot(self, u, dtype):
         """``(n_u + 2, n_rows)`` indicator of the column each row reads (states, missing,
@@ -200,7 +237,8 @@ class CodeEvidence:
             T = np.matmul(q, onehot.transpose(0, 2, 1))
         else:
             T = np.stack([self._category_sums(u, qu) for u, qu in zip(leaves, q)])
-        counts = T[:, :, :c] + tables * (T[:, :, c] + T[:, :, c + 1])[:, :, None]
+        observed = self._soft_counts(leaves, T, tables) if self.softening else T[:, :, :c]
+        counts = observed + tables * (T[:, :, c] + T[:, :, c + 1])[:, :, None]
         return counts.astype(np.float64)
 
     def _category_sums(self, u, q):
@@ -224,7 +262,8 @@ class CodeEvidence:
         evidence is then 1 for every parent state)."""
         n = int(self.n_states[u])
         T = self._category_sums(u, q)
-        return T[:, :n] + cpt * (T[:, n] + T[:, n + 1])[:, None]
+        observed = self._soft_counts(u, T, cpt) if self.softening else T[:, :n]
+        return observed + cpt * (T[:, n] + T[:, n + 1])[:, None]
 
 
 class DenseEvidence:

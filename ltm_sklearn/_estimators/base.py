@@ -102,6 +102,8 @@ class BaseLatentTree(
     _independence_alpha = 1.0
     #: estimators without the ``n_members`` parameter (``KernelLatentTree``) fit one member
     n_members = 1
+    #: and fit their data as observed (no ``softening`` parameter)
+    softening = 0.0
     #: whether a fit can go on from where it stopped (EM on category codes), so that the
     #: candidates of a selection can race; otherwise each is fitted once
     _resumable_fits = True
@@ -112,6 +114,7 @@ class BaseLatentTree(
         "structure": [StrOptions(set(STRUCTURE_METHODS))],
         "categories": [StrOptions({"auto"}), list],
         "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "softening": [Interval(Real, 0, 0.5, closed="left")],
         "n_members": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -128,6 +131,7 @@ class BaseLatentTree(
         structure="auto",
         categories="auto",
         alpha=0.5,
+        softening=0.0,
         n_members="auto",
         max_iter=300,
         tol=1e-4,
@@ -140,6 +144,7 @@ class BaseLatentTree(
         self.structure = structure
         self.categories = categories
         self.alpha = alpha
+        self.softening = softening
         self.n_members = n_members
         self.max_iter = max_iter
         self.tol = tol
@@ -450,6 +455,7 @@ class BaseLatentTree(
             moments.n_states,
             others=starts[1:],
             alpha=alpha,
+            softening=self.softening,
             max_iter=max_iter,
             tol=self.tol,
             random_state=rng,
@@ -464,7 +470,7 @@ class BaseLatentTree(
                 tree,
                 root,
                 cpts,
-                moments.evidence(),
+                moments.evidence(self.softening),
                 None,
                 alpha=alpha,
                 max_iter=max_iter,

@@ -53,6 +53,8 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     alpha : float or "auto", default=0.5
         Dirichlet pseudo-count of EM; ``"auto"`` chooses it on held-out rows (see
         :class:`SpectralLatentTree`).
+    softening : float in [0, 0.5), default=0.0
+        Data softening of EM (see :class:`SpectralLatentTree`).
     n_members : int or "auto", default="auto"
         EM fits from different starts averaged into one latent tree of
         ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their
@@ -113,6 +115,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         structure="auto",
         categories="auto",
         alpha=0.5,
+        softening=0.0,
         n_members="auto",
         max_iter=300,
         tol=1e-4,
@@ -126,6 +129,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
             structure=structure,
             categories=categories,
             alpha=alpha,
+            softening=softening,
             n_members=n_members,
             max_iter=max_iter,
             tol=tol,

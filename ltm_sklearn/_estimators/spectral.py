@@ -93,6 +93,13 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         doubled while the held-out log-likelihood gains more than ``tol`` per row
         (``alpha_``, ``alpha_scores_``); it pays on sparse tables, not on the density
         benchmark (see the user guide).
+    softening : float in [0, 0.5), default=0.0
+        Data softening of EM (Liu & Van den Broeck, "Tractable Regularization of
+        Probabilistic Circuits", NeurIPS 2021): every observed category counts as
+        ``1 - softening`` on itself and ``softening`` spread over the column's other
+        categories, so EM fits the data as if each entry were flipped at that rate - a
+        regulariser for few rows and many columns. ``0`` fits the data as observed. The
+        model stays a normalised density of the categories as observed.
     n_members : int or "auto", default="auto"
         EM fits from different starts averaged into the model (a uniform mixture of
         latent trees on the one tree, stored as a latent tree whose hidden nodes have

@@ -127,9 +127,10 @@ def _apply(block, encoder, func, args):
     return func(codes, np.ones(codes.shape[1]), *args)
 
 
-def _expected_totals(block, encoder, tree, root, tables):
+def _expected_totals(block, encoder, tree, root, tables, softening):
     codes, w = unique_rows(_block_codes(block, encoder), np.ones(len(block)))
-    ll, rc, ec = expected_counts(tree, root, tables, CodeEvidence(codes, encoder.n_states_), w)
+    evidence = CodeEvidence(codes, encoder.n_states_, softening=softening)
+    ll, rc, ec = expected_counts(tree, root, tables, evidence, w)
     return float(w @ ll), rc, ec
 
 
@@ -205,23 +206,26 @@ class DaskMoments(StatisticsMoments):
         (total,) = dask.compute(_tree_reduce(parts, _add))
         return total
 
-    def evidence(self):
-        """The E-step over every partition (for :func:`~ltm_sklearn._algorithms.em.fit_em`)."""
-        return DaskEStep(self.blocks, self.encoder, self.total_weight)
+    def evidence(self, softening=0.0):
+        """The E-step over every partition (for :func:`~ltm_sklearn._algorithms.em.fit_em`),
+        of the data softened by ``softening`` (:class:`~ltm_sklearn._engine.inference.
+        CodeEvidence`)."""
+        return DaskEStep(self.blocks, self.encoder, self.total_weight, softening)
 
 
 class DaskEStep:
     """Expected counts of all rows, summed over the partitions on the cluster."""
 
-    def __init__(self, blocks, encoder, total_weight):
+    def __init__(self, blocks, encoder, total_weight, softening=0.0):
         self.blocks = blocks
         self.encoder = encoder
         self.total_weight = total_weight
+        self.softening = softening
 
     def expected_totals(self, tree, root, tables):
         dask = _dask()
         task = dask.delayed(_expected_totals, pure=True)
-        parts = [task(b, self.encoder, tree, root, tables) for b in self.blocks]
+        parts = [task(b, self.encoder, tree, root, tables, self.softening) for b in self.blocks]
         (total,) = dask.compute(_tree_reduce(parts, _sum_totals))
         return total
 
