@@ -486,3 +486,19 @@ def test_block_threads_default_to_the_cores_within_omp_num_threads(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert block_threads(None) == 1
     assert block_threads(2) == 2
+
+
+def test_softening_auto_walks_from_none_on_the_held_out_rows():
+    model = LatentTreeModel.random(balanced_binary_tree(6), 2, 3, random_state=0)
+    X = model.sample(400, random_state=1)
+    est = SpectralLatentTree(2, tree=model.tree, softening="auto", n_members=1, random_state=0)
+    est.fit(X)
+    scores = est.softening_scores_
+    values = list(scores)
+    assert values[0] == 0.0 and len(values) >= 2
+    assert values[1:] == [values[1] * 2**i for i in range(len(values) - 1)]  # doubled
+    assert est.softening_ in scores
+    # the chosen value gained more than tol over the one before it (or none was chosen)
+    i = values.index(est.softening_)
+    assert i == 0 or scores[values[i]] > scores[values[i - 1]] + est.tol
+    assert np.exp(est.score_samples(model.all_configurations())).sum() == pytest.approx(1.0)

@@ -114,7 +114,7 @@ class BaseLatentTree(
         "structure": [StrOptions(set(STRUCTURE_METHODS))],
         "categories": [StrOptions({"auto"}), list],
         "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "softening": [Interval(Real, 0, 0.5, closed="left")],
+        "softening": [Interval(Real, 0, 0.5, closed="left"), StrOptions({"auto"})],
         "n_members": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -250,15 +250,17 @@ class BaseLatentTree(
         self.unseen_proba_ = self._unseen_proba(moments)
         rng = check_random_state(self.random_state)
         self.structure_scores_ = {}
-        # "auto": the default until select_alpha chooses
+        # "auto": the default until select_alpha (select_softening) chooses
         self.alpha_ = DEFAULT_ALPHA if isinstance(self.alpha, str) else float(self.alpha)
+        self.softening_ = 0.0 if isinstance(self.softening, str) else float(self.softening)
         names = self._candidate_structures()
         if not isinstance(self.n_hidden_states, str) and names not in (["chow_liu"], ["given"]):
             # refuse before fitting any candidate (a learned latent tree has hidden nodes)
             self._check_table_memory(moments, int(self.n_hidden_states))
             self._check_rows_for_states(moments, int(self.n_hidden_states))
         choice = None
-        if isinstance(self.n_hidden_states, str) or len(names) > 1 or isinstance(self.alpha, str):
+        chosen = (self.n_hidden_states, self.alpha, self.softening)
+        if len(names) > 1 or any(isinstance(value, str) for value in chosen):
             choice = select_model(self, moments, rng)
             k, structure = choice.k, choice.structure
             self.structure_scores_ = choice.structure_scores
@@ -266,6 +268,9 @@ class BaseLatentTree(
                 self.n_hidden_states_scores_ = choice.k_scores
             if choice.alpha is not None:
                 self.alpha_, self.alpha_scores_ = choice.alpha, choice.alpha_scores
+            if choice.softening is not None:
+                self.softening_ = choice.softening
+                self.softening_scores_ = choice.softening_scores
             if choice.member_scores is not None:
                 self.n_members_scores_ = choice.member_scores
         else:
@@ -434,13 +439,16 @@ class BaseLatentTree(
         others=(),
         alpha=None,
         early_stopping=None,
+        softening=None,
     ):
         """EM from ``(root, cpts)`` (and from each start of ``others``, the best kept),
         hidden states first expanded to ``k'``; pseudo-count ``alpha`` (default
-        ``alpha_``); stopped early on a held-out score with ``early_stopping``
+        ``alpha_``) and data softening ``softening`` (default ``softening_``); stopped
+        early on a held-out score with ``early_stopping``
         (:class:`~ltm_sklearn._algorithms.em.EarlyStopping`)."""
         noise = _EXPAND_NOISE if noise is None else noise
         alpha = self.alpha_ if alpha is None else alpha
+        softening = self.softening_ if softening is None else softening
         starts = [
             expand_states(tree, r, c, self.n_hidden_states_, random_state=rng, noise=noise)
             for r, c in [(root, cpts), *others]
@@ -455,7 +463,7 @@ class BaseLatentTree(
             moments.n_states,
             others=starts[1:],
             alpha=alpha,
-            softening=self.softening,
+            softening=softening,
             max_iter=max_iter,
             tol=self.tol,
             random_state=rng,
@@ -470,7 +478,7 @@ class BaseLatentTree(
                 tree,
                 root,
                 cpts,
-                moments.evidence(self.softening),
+                moments.evidence(softening),
                 None,
                 alpha=alpha,
                 max_iter=max_iter,

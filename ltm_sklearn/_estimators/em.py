@@ -41,8 +41,9 @@ class LatentTreeEM(BaseLatentTree):
     alpha : float or "auto", default=0.5
         Dirichlet pseudo-count of EM; ``"auto"`` chooses it on held-out rows (see
         :class:`SpectralLatentTree`).
-    softening : float in [0, 0.5), default=0.0
-        Data softening of EM (see :class:`SpectralLatentTree`).
+    softening : float in [0, 0.5) or "auto", default=0.0
+        Data softening of EM; ``"auto"`` chooses it on held-out rows (see
+        :class:`SpectralLatentTree`).
     n_members : int or "auto", default="auto"
         EM fits from different starts averaged into one latent tree of
         ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their

@@ -45,6 +45,8 @@ class ModelChoice:
     k_scores: dict = field(default_factory=dict)
     alpha: float | None = None
     alpha_scores: dict | None = None
+    softening: float | None = None
+    softening_scores: dict | None = None
     members: list | None = None
     member_scores: dict | None = None
 

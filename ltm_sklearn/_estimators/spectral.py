@@ -93,13 +93,16 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         doubled while the held-out log-likelihood gains more than ``tol`` per row
         (``alpha_``, ``alpha_scores_``); it pays on sparse tables, not on the density
         benchmark (see the user guide).
-    softening : float in [0, 0.5), default=0.0
+    softening : float in [0, 0.5) or "auto", default=0.0
         Data softening of EM (Liu & Van den Broeck, "Tractable Regularization of
         Probabilistic Circuits", NeurIPS 2021): every observed category counts as
         ``1 - softening`` on itself and ``softening`` spread over the column's other
         categories, so EM fits the data as if each entry were flipped at that rate - a
         regulariser for few rows and many columns. ``0`` fits the data as observed. The
-        model stays a normalised density of the categories as observed.
+        model stays a normalised density of the categories as observed. ``"auto"``
+        chooses it on the held-out rows once the model is chosen (after ``alpha``): none,
+        then 1/4096 doubled while the held-out log-likelihood gains more than ``tol`` per
+        row (``softening_``, ``softening_scores_``).
     n_members : int or "auto", default="auto"
         EM fits from different starts averaged into the model (a uniform mixture of
         latent trees on the one tree, stored as a latent tree whose hidden nodes have
@@ -161,6 +164,11 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         Held-out log-likelihood per row of every pseudo-count tried (``alpha="auto"``
         only). ``alpha_`` is the last value that gained more than ``tol`` per row over
         the previous one, so a value tried after it may score higher by less than that.
+    softening_ : float
+        The data softening used (``softening``, or the value ``"auto"`` chose).
+    softening_scores_ : dict
+        Held-out log-likelihood per row of every softening tried (``softening="auto"``
+        only; ``0`` is the chosen fit as it stood).
     n_members_ : int
         Fits averaged into the model (``n_members`` or the number chosen by ``"auto"``;
         1 for a tree without hidden nodes or with columns at internal nodes).
