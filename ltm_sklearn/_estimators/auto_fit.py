@@ -329,6 +329,42 @@ def select_model(est, moments, rng):
     return choice
 
 
+def _continue_with(est, start, train_moments, moments, split, rng, max_iter, setting, fits):
+    """``run(value)``: EM from the fit ``start`` with the ``_polish`` argument ``setting``
+    at ``value`` (at most ``max_iter`` iterations, stopped early on the held-out rows of
+    ``split``); the fit goes to ``fits[value]`` and its held-out mean log-likelihood per
+    row is returned."""
+    _, held, unseen = split
+
+    def run(value):
+        stopping = early_stopping(est, start.tree, moments, held, unseen)
+        fits[value] = est._polish(
+            start.tree,
+            train_moments,
+            start.root_marginal,
+            start.cpts,
+            start.extras,
+            rng,
+            max_iter,
+            early_stopping=stopping,
+            **{setting: value},
+        )
+        return held.mean(est._held_out_log_likelihood(fits[value], moments, held.rows, unseen))
+
+    return run
+
+
+def _last_gain(walked, best, previous, gain):
+    """The last value of a walk (``{value: score}``, in order from a start scoring
+    ``previous``) that gained more than ``gain`` over the one before it; ``best`` if none
+    did."""
+    for value, score in walked.items():
+        if score <= previous + gain:
+            break
+        best, previous = value, score
+    return best
+
+
 def select_alpha(est, start, train_moments, moments, split, rng, max_iter):
     """The Dirichlet pseudo-count by held-out log-likelihood (``alpha="auto"``), for
     the model chosen on the same split: ``(alpha, scores per alpha, fit at alpha)``.
@@ -343,26 +379,8 @@ def select_alpha(est, start, train_moments, moments, split, rng, max_iter):
     alpha 2, gap to the truth 0.23 vs 0.31 nats per row at 0.5); on the density
     benchmark it does not, so it is not the default (see the user guide).
     """
-    _, held, unseen = split
     fits = {}
-
-    def run(alpha):
-        stopping = early_stopping(est, start.tree, moments, held, unseen)
-        fitted = est._polish(
-            start.tree,
-            train_moments,
-            start.root_marginal,
-            start.cpts,
-            start.extras,
-            rng,
-            max_iter,
-            alpha=alpha,
-            early_stopping=stopping,
-        )
-        fits[alpha] = fitted
-        ll = est._held_out_log_likelihood(fitted, moments, held.rows, unseen)
-        return held.mean(ll)
-
+    run = _continue_with(est, start, train_moments, moments, split, rng, max_iter, "alpha", fits)
     gain = max(est.tol, TIE_TOL)
     scores = {DEFAULT_ALPHA: run(DEFAULT_ALPHA)}
     best = DEFAULT_ALPHA
@@ -374,12 +392,7 @@ def select_alpha(est, start, train_moments, moments, split, rng, max_iter):
             alpha *= factor
         walked = grow(values, run, patience=1, tol=gain, best=scores[DEFAULT_ALPHA])
         scores.update(walked)
-        # the last value that gained more than ``gain`` over the one before it
-        previous = scores[DEFAULT_ALPHA]
-        for alpha, score in walked.items():
-            if score <= previous + gain:
-                break
-            best, previous = alpha, score
+        best = _last_gain(walked, DEFAULT_ALPHA, scores[DEFAULT_ALPHA], gain)
         if best != DEFAULT_ALPHA:
             break
     if est.verbose:
@@ -402,22 +415,9 @@ def select_softening(est, start, train_moments, moments, split, rng, max_iter):
     """
     _, held, unseen = split
     fits = {0.0: start}
-
-    def run(value):
-        stopping = early_stopping(est, start.tree, moments, held, unseen)
-        fits[value] = est._polish(
-            start.tree,
-            train_moments,
-            start.root_marginal,
-            start.cpts,
-            start.extras,
-            rng,
-            max_iter,
-            early_stopping=stopping,
-            softening=value,
-        )
-        return held.mean(est._held_out_log_likelihood(fits[value], moments, held.rows, unseen))
-
+    run = _continue_with(
+        est, start, train_moments, moments, split, rng, max_iter, "softening", fits
+    )
     gain = max(est.tol, TIE_TOL)
     scores = {0.0: held.mean(est._held_out_log_likelihood(start, moments, held.rows, unseen))}
     values = []
@@ -427,11 +427,7 @@ def select_softening(est, start, train_moments, moments, split, rng, max_iter):
         value *= 2
     walked = grow(values, run, patience=1, tol=gain, best=scores[0.0])
     scores.update(walked)
-    best, previous = 0.0, scores[0.0]
-    for value, score in walked.items():  # the last value that gained more than ``gain``
-        if score <= previous + gain:
-            break
-        best, previous = value, score
+    best = _last_gain(walked, 0.0, scores[0.0], gain)
     if est.verbose:
         text = ", ".join(f"{v:g} {s:.4f}" for v, s in scores.items())
         print(f"softening: held-out log-likelihood per row {text}; chose {best:g}")
