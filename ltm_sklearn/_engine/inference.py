@@ -556,7 +556,9 @@ def _upward(plan, tables, ev):
         k = level.k
         b = beta[k][level.lo : level.hi]
         if level.rounds:
-            np.copyto(b, _take(msg[k], level.rounds[0], b))
+            first = _take(msg[k], level.rounds[0], b)  # written into b, or a view
+            if first is not b:
+                np.copyto(b, first)
         else:  # a tree of one node: its evidence alone
             b[...] = 1
         for j, index in enumerate(level.rounds[1:], start=1):
