@@ -347,6 +347,7 @@ def test_a_class_too_small_for_its_model_gets_the_independence_model():
         LatentTreeClassifier(fixed, model="per_class").fit(X, y)
 
 
+@pytest.mark.slow  # about 6 s: the auto choices' inner folds
 def test_classifier_auto_is_not_held_down_by_a_tiny_class():
     # a class of one row used to cap k' at 1 for every class; it now gets the
     # independence model when k' exceeds its rows, and k' is tried beyond it
@@ -363,6 +364,7 @@ def test_classifier_auto_is_not_held_down_by_a_tiny_class():
     np.testing.assert_allclose(clf.predict_proba(X[:20]).sum(axis=1), 1.0)
 
 
+@pytest.mark.slow  # about 6 s: the auto choices' inner folds
 def test_model_select_keeps_the_model_of_lowest_out_of_fold_log_loss():
     X, y, *_ = two_class_data(300)
     clf = LatentTreeClassifier(model="select", random_state=0).fit(X, y)
