@@ -97,11 +97,12 @@ class CodeEvidence:
         d = len(self.n_states)
         self.unseen = np.zeros(d) if unseen_proba is None else np.asarray(unseen_proba, float)
         self.softening = float(softening)
-        # the soft evidence of a category: ``own`` on it and ``other`` on each other one
-        # (a column of one category keeps its hard evidence)
+        # the soft evidence of category v, slope * one-hot(v) + other * ones: 1 - softening
+        # on v, other = softening / (n - 1) on each other category (a column of one
+        # category keeps its hard evidence)
         others = np.maximum(self.n_states - 1, 1)
         self._other = np.where(self.n_states > 1, self.softening / others, 0.0)
-        self._own = 1.0 - self._other * others
+        self._slope = 1.0 - self._other * self.n_states
         if _index is None:
             codes = np.asarray(codes)
             n = self.n_states[:, None]
@@ -132,16 +133,14 @@ class CodeEvidence:
         """``[table | row sums | unseen_proba * row sums]`` along the last axis: ``u`` one
         node and its table, or a list of nodes and their tables stacked. With
         ``softening`` the columns of the categories are those of their soft evidence,
-        ``(own - other) * table + other * row sums``."""
+        ``slope * table + other * row sums``."""
         n = table.shape[-1]
         out = np.empty((*table.shape[:-1], n + 2), dtype=table.dtype)
         table.sum(axis=-1, out=out[..., n])
-        if self.softening:  # e_v = (own - other) * one-hot(v) + other * ones
-            own, other = self._own[u] - self._other[u], self._other[u]
-            if np.ndim(own):
-                own, other = own[:, None, None], other[:, None]
-            np.multiply(table, own, out=out[..., :n])
-            out[..., :n] += (out[..., n] * other)[..., None]
+        if self.softening:
+            slope, other = self._soft(u)
+            np.multiply(table, slope, out=out[..., :n])
+            out[..., :n] += out[..., n, None] * other
         else:
             out[..., :n] = table
         unseen = self.unseen[u]
@@ -150,18 +149,29 @@ class CodeEvidence:
         )
         return out
 
-    def _soft_counts(self, u, T, tables):
-        """The expected counts of observed categories under soft evidence, from the sums
-        ``T[..., v]`` of the parents' posteriors over the rows of each category ``v``: a
-        row of category ``v`` puts ``P(x_u | x_parent, e_v) = table[x_parent, x_u]
-        e_v[x_u] / (table e_v)[x_parent]`` on ``x_u``."""
+    def _soft(self, u):
+        """``(slope, other)`` of the soft evidence of ``u`` (one node, or a list of nodes:
+        shaped to broadcast against their tables stacked)."""
+        slope, other = self._slope[u], self._other[u]
+        if np.ndim(slope):
+            return slope[:, None, None], other[:, None, None]
+        return slope, other
+
+    def _counts(self, u, T, tables):
+        """Expected counts of the leaf ``u`` (or leaves, stacked) from the sums ``T`` of
+        the parents' posteriors over the rows of each code: a row of category ``v`` puts
+        ``P(x_u | x_parent, e_v) = table[x_parent, x_u] e_v[x_u] / (table e_v)[x_parent]``
+        on ``x_u`` (all of it on ``v`` without softening), a missing or unseen entry
+        spreads it as the table."""
         n = tables.shape[-1]
-        soft = self._augment(u, tables)[..., :n]
-        ratio = T[..., :n] / np.where(soft > 0, soft, 1.0)
-        own, other = self._own[u] - self._other[u], self._other[u]
-        if np.ndim(own):
-            own, other = own[:, None, None], other[:, None, None]
-        return tables * (own * ratio + other * ratio.sum(axis=-1, keepdims=True))
+        if self.softening:
+            soft = self._augment(u, tables)[..., :n]
+            ratio = T[..., :n] / np.where(soft > 0, soft, 1.0)
+            slope, other = self._soft(u)
+            observed = tables * (slope * ratio + other * ratio.sum(axis=-1, keepdims=True))
+        else:
+            observed = T[..., :n]
+        return observed + tables * (T[..., n] + T[..., n + 1])[..., None]
 
     def _onehot(self, u, dtype):
         """``(n_u + 2, n_rows)`` indicator of the column each row reads (states, missing,
@@ -231,15 +241,12 @@ class CodeEvidence:
         :meth:`leaf_messages`, ``q`` the parents' posteriors stacked likewise): the sums
         per category in one batched product with the indicators, or leaf by leaf where
         the tables are too wide for them. Returns ``(len(leaves), k, n_u)`` float64."""
-        c = tables.shape[2]
         if self._batched(tables.shape[1:]):
             onehot = self._stacked_onehot(leaves, q.dtype)
             T = np.matmul(q, onehot.transpose(0, 2, 1))
         else:
             T = np.stack([self._category_sums(u, qu) for u, qu in zip(leaves, q)])
-        observed = self._soft_counts(leaves, T, tables) if self.softening else T[:, :, :c]
-        counts = observed + tables * (T[:, :, c] + T[:, :, c + 1])[:, :, None]
-        return counts.astype(np.float64)
+        return self._counts(leaves, T, tables).astype(np.float64)
 
     def _category_sums(self, u, q):
         """``(k, n_u + 2)`` sums of the columns of ``q`` by the code each row reads."""
@@ -260,10 +267,7 @@ class CodeEvidence:
         ``v``, a missing or unseen entry spreads it as ``cpt`` (``msg`` is not needed).
         The rows of ``cpt`` must sum to 1, as the tables of EM do (a missing entry's
         evidence is then 1 for every parent state)."""
-        n = int(self.n_states[u])
-        T = self._category_sums(u, q)
-        observed = self._soft_counts(u, T, cpt) if self.softening else T[:, :n]
-        return observed + cpt * (T[:, n] + T[:, n + 1])[:, None]
+        return self._counts(u, self._category_sums(u, q), cpt)
 
 
 class DenseEvidence:
@@ -329,7 +333,7 @@ class _Level:
         self.nodes = nodes
         self.k, self.k_parent = k, k_parent
         self.lo, self.hi = lo, lo + len(nodes)  # rows in the pools of ``k`` states
-        self.rounds = []  # message slots of each round of children
+        self.rounds = []  # (message slots, number of nodes) of each round of children
         self.observed = []  # (position, node) of the observed nodes: their evidence
         self.slots = None  # the nodes' own messages: a range of their parents' pool
         self.parents = None  # rows of the parents in the pools of ``k_parent`` states
@@ -398,7 +402,7 @@ class _Plan:
             degree = [len(children[u]) for u in level.nodes]
             for j in range(max(degree, default=0)):
                 kids = [children[u][j] for u, d in zip(level.nodes, degree) if d > j]
-                level.rounds.append(_index([slot[c] for c in kids]))
+                level.rounds.append((_index([slot[c] for c in kids]), len(kids)))
                 largest.append(len(kids) * level.k)
             if level.k_parent is not None:
                 level.parents = np.array([position[parent[u]] for u in level.nodes])
@@ -556,13 +560,12 @@ def _upward(plan, tables, ev):
         k = level.k
         b = beta[k][level.lo : level.hi]
         if level.rounds:
-            first = _take(msg[k], level.rounds[0], b)  # written into b, or a view
+            first = _take(msg[k], level.rounds[0][0], b)  # written into b, or a view
             if first is not b:
                 np.copyto(b, first)
         else:  # a tree of one node: its evidence alone
             b[...] = 1
-        for j, index in enumerate(level.rounds[1:], start=1):
-            m = len(range(index.stop)[index]) if isinstance(index, slice) else len(index)
+        for j, (index, m) in enumerate(level.rounds[1:], start=1):
             b[:m] *= _take(msg[k], index, _view(spare, (m, k, n)))
             if j % _RESCALE_EVERY == 0:
                 _rescale(b, log_scale)

@@ -414,16 +414,18 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             ks = list(_group_grid(name, grid, d, distinct, optional=len(structures) > 1))
             cached = {k: f for (n, k), f in data["fits"].items() if n == name}
             walks.append((structure, name, ks, cached))
-        for k in sorted({k for *_, ks, _ in walks for k in ks}):
-            _kmeans_start(data, sw, k, seed)  # shared by the walks, found once
-        args = (data["Z"], sw, data["starts"], data["offset"])
+        Z, starts = data["Z"], data["starts"]
+        args = (Z, sw, starts, seed, data["offset"])
         jobs = min(block_threads(self.n_jobs), len(walks))
         todo = sum(len(ks) - len(cached) for *_, ks, cached in walks)
-        if jobs > 1 and todo > 1 and len(data["Z"]) * d * todo >= _SIDE_BY_SIDE_ENTRIES:
+        if jobs > 1 and todo > 1 and len(Z) * d * todo >= _SIDE_BY_SIDE_ENTRIES:
+            # the k-means starts shared by the walks, found here once for all of them
+            for k in sorted({k for *_, ks, _ in walks for k in ks}):
+                _kmeans_start(starts, Z, sw, k, seed)
             results = Parallel(n_jobs=jobs, backend="loky")(
                 delayed(_walk)(self, *walk, *args) for walk in walks
             )
-        else:
+        else:  # here the walks find the starts they reach, as they reach them
             results = [_walk(self, *walk, *args) for walk in walks]
         best = None
         for (_, name, _, _), fits in zip(walks, results):
@@ -595,18 +597,18 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         return tags
 
 
-def _kmeans_start(data, sw, k, seed):
+def _kmeans_start(starts, Z, sw, k, seed):
     """The k-means labels that start the fits of ``k`` components (shared by the
-    candidate structures), cached in ``data``; on one thread, so that they do not
+    candidate structures), cached in ``starts``; on one thread, so that they do not
     depend on the machine's threads."""
-    if k > 1 and k not in data["starts"]:
+    if k > 1 and k not in starts:
         with threadpool_limits(limits=1):
-            data["starts"][k] = KMeans(k, n_init=1, random_state=seed).fit_predict(
-                np.nan_to_num(data["Z"]), sample_weight=sw
+            starts[k] = KMeans(k, n_init=1, random_state=seed).fit_predict(
+                np.nan_to_num(Z), sample_weight=sw
             )
 
 
-def _walk(est, structure, name, ks, cached, Z, sw, starts, offset):
+def _walk(est, structure, name, ks, cached, Z, sw, starts, seed, offset):
     """The fits of one structure over the numbers of components ``ks``, in order, until
     two in a row do not improve its BIC: ``{k: fit}`` (``cached`` fits are not redone)."""
     n_eff = sw.sum()
@@ -615,6 +617,7 @@ def _walk(est, structure, name, ks, cached, Z, sw, starts, offset):
     def evaluate(k):
         fit = cached.get(k)
         if fit is None:
+            _kmeans_start(starts, Z, sw, k, seed)
             fit = est._fit_one(Z, sw, structure, k, starts)
             fit["bic"] = -2.0 * n_eff * fit["score"] + fit["n_params"] * np.log(n_eff) + offset
             fit["structure"] = name
