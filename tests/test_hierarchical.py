@@ -171,15 +171,19 @@ def test_misspecified_frobenius_error_and_theorem4_bound():
 
 
 def test_ground_truth_error_shrinks_with_n():
+    # The exact KL divergence from the truth, summed over all 3^8 configurations: a held-out
+    # mean at these sizes is dominated by the noise of the test rows, not by the fit.
+    # Measured (random_state 0-3): KL 0.0196, 0.0014, 0.00021-0.00025 nats.
     model = LatentTreeModel.random(random_binary_tree(8, random_state=0), 2, 3, random_state=0)
-    X_test = model.sample(3000, random_state=9)
-    truth = model.log_likelihood(X_test)
-    gaps = []
+    X_all = model.all_configurations()
+    log_p = model.log_likelihood(X_all)
+    kl = []
     for n in (1000, 10_000, 100_000):
-        est = HierarchicalTensorLTM(2, tree=model.tree).fit(model.sample(n, random_state=n))
-        gaps.append(abs(np.mean(truth - est.score_samples(X_test))))
-    assert gaps[2] < gaps[1] < gaps[0]
-    assert gaps[2] < 0.005
+        est = HierarchicalTensorLTM(2, tree=model.tree, random_state=0)
+        est.fit(model.sample(n, random_state=n))
+        kl.append(np.sum(np.exp(log_p) * (log_p - est.score_samples(X_all))))
+    assert kl[1] < 0.5 * kl[0] and kl[2] < 0.5 * kl[1]
+    assert 0 <= kl[2] < 0.001
 
 
 @pytest.mark.slow
