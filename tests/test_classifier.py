@@ -376,3 +376,22 @@ def test_model_select_keeps_the_model_of_lowest_out_of_fold_log_loss():
     assert scores["pooled"] <= (scores["per_class"] + scores["joint"]) / 2 + 1e-12
     same = LatentTreeClassifier(model=clf.model_, random_state=0).fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X[:30]), same.predict_proba(X[:30]))
+
+
+@pytest.mark.slow  # starts worker processes
+def test_classifier_auto_gives_the_same_models_in_worker_processes_or_here():
+    tree = balanced_binary_tree(4)
+    a = LatentTreeModel.random(tree, 2, 3, noise=0.5, random_state=0)
+    b = LatentTreeModel.random(tree, 2, 3, noise=0.5, random_state=1)
+    X = np.vstack([a.sample(100, random_state=0), b.sample(100, random_state=1)])
+    y = np.repeat([0, 1], 100)
+    fits = [
+        LatentTreeClassifier(
+            SpectralLatentTree(structure="hclt", max_iter=10, random_state=0),
+            n_hidden_states="auto",
+            n_jobs=n_jobs,
+        ).fit(X, y)
+        for n_jobs in (1, 2)
+    ]
+    assert fits[0].n_hidden_states_scores_ == fits[1].n_hidden_states_scores_
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))

@@ -7,6 +7,7 @@ from numbers import Integral
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.metrics import accuracy_score
@@ -21,6 +22,7 @@ from sklearn.utils.validation import (
 
 from .._engine.encoding import declared_categories
 from .._engine.mixed_columns import categorical_mask
+from .._engine.threads import block_threads
 from .base import BaseLatentTree
 from .kernel import KernelLatentTree
 from .selection import TIE_TOL, paired_se
@@ -138,6 +140,12 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         The held-out folds of ``n_hidden_states="auto"`` (``None``: fixed folds) and,
         when given, the ``random_state`` of class models whose estimator has none, so
         that the classifier is reproducible.
+    n_jobs : int, default=None
+        Worker processes for the class models' fits of ``n_hidden_states="auto"`` (every
+        fold's, side by side) and of the final models; ``None`` uses the cores the
+        process may use (at most ``OMP_NUM_THREADS`` when it is set, as in the workers
+        of an outer ``n_jobs``), ``1`` fits them here. The models are the same whatever
+        it is.
 
     Attributes
     ----------
@@ -198,6 +206,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "shared_tree": ["boolean"],
         "n_hidden_states": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
         "random_state": ["random_state"],
+        "n_jobs": [Integral, None],
     }
 
     def __init__(
@@ -208,12 +217,14 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         shared_tree=False,
         n_hidden_states=None,
         random_state=None,
+        n_jobs=None,
     ):
         self.estimator = estimator
         self.model = model
         self.shared_tree = shared_tree
         self.n_hidden_states = n_hidden_states
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _base_estimator(self):
         if self.estimator is not None:
@@ -419,16 +430,24 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _fit_classes(self, base, shared, X, y_idx, sample_weight):
         """``(class prior, fitted class models)`` of the rows ``X`` with classes
         ``y_idx``."""
-        n_classes = len(self.classes_)
-        weights = np.bincount(y_idx, weights=sample_weight, minlength=n_classes)
+        jobs = self._class_jobs(base, shared, X, y_idx, sample_weight)
+        return self._class_prior(y_idx, sample_weight), self._run_fits(jobs)
+
+    def _class_prior(self, y_idx, sample_weight):
+        weights = np.bincount(y_idx, weights=sample_weight, minlength=len(self.classes_))
+        return weights / weights.sum()
+
+    def _class_jobs(self, base, shared, X, y_idx, sample_weight):
+        """The fits of the class models of the rows ``X`` with classes ``y_idx``: one
+        ``(estimator, rows of X, their weights, class label)`` per class."""
         shared = dict(shared)
         if self.shared_tree and base.get_params().get("tree", False) is None:
             pooled = clone(base).set_params(**shared).fit(X, sample_weight=sample_weight)
             shared.update(pooled._shared_params())
-        estimators = []
+        jobs = []
         k = shared.get("n_hidden_states", base.get_params().get("n_hidden_states"))
         independence = self._independence_candidate(base)
-        for c in range(n_classes):
+        for c in range(len(self.classes_)):
             rows = np.flatnonzero(y_idx == c)
             params = shared
             # a class with fewer rows than its model can be estimated from (more hidden
@@ -438,14 +457,19 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             if few and independence is not None:
                 params = dict(shared, **independence)
             est = clone(base).set_params(**params)
-            try:
-                est.fit(safe_indexing(X, rows), sample_weight=sample_weight[rows])
-            except ValueError as e:
-                raise ValueError(
-                    f"The model of class {self.classes_[c]!r} ({len(rows)} rows): {e}"
-                ) from e
-            estimators.append(est)
-        return weights / weights.sum(), estimators
+            jobs.append((est, safe_indexing(X, rows), sample_weight[rows], self.classes_[c]))
+        return jobs
+
+    def _run_fits(self, jobs):
+        """The fitted estimators of ``jobs`` (:meth:`_class_jobs`), in order: side by side
+        in worker processes when ``n_jobs`` allows several and there are several fits
+        (each fit is seeded alike wherever it runs, so the models are the same)."""
+        n_jobs = min(block_threads(self.n_jobs), len(jobs))
+        if n_jobs <= 1:
+            return [_fit_class_model(*job) for job in jobs]
+        return Parallel(n_jobs=n_jobs, backend="loky")(
+            delayed(_fit_class_model)(*job) for job in jobs
+        )
 
     def _independence_candidate(self, base):
         """Parameters that make ``base`` the independence model of each class (naive
@@ -486,18 +510,22 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _out_of_fold_loss(self, base, shared, params, folds, X, y_idx, sample_weight):
         """Log-loss of every held-out row of ``folds`` with the class models ``base`` +
-        ``shared`` + ``params`` fitted on the rest."""
-        out = []
-        for train, val in folds:
-            prior, models = self._fit_classes(
-                base,
-                dict(shared, **params),
-                safe_indexing(X, train),
-                y_idx[train],
-                sample_weight[train],
+        ``shared`` + ``params`` fitted on the rest (the fits of every fold side by side,
+        see :meth:`_run_fits`)."""
+        params = dict(shared, **params)
+        jobs, priors = [], []
+        for train, _ in folds:
+            part = self._class_jobs(
+                base, params, safe_indexing(X, train), y_idx[train], sample_weight[train]
             )
+            jobs.extend(part)
+            priors.append(self._class_prior(y_idx[train], sample_weight[train]))
+        models = iter(self._run_fits(jobs))
+        out = []
+        for (_, val), prior in zip(folds, priors):
             X_val = safe_indexing(X, val)
-            joint = np.column_stack([m.score_samples(X_val) for m in models])
+            fold_models = [next(models) for _ in self.classes_]
+            joint = np.column_stack([m.score_samples(X_val) for m in fold_models])
             joint += np.log(prior)
             log_post = joint - logsumexp(joint, axis=1, keepdims=True)
             out.append(-log_post[np.arange(len(val)), y_idx[val]])
@@ -626,3 +654,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
         return tags
+
+
+def _fit_class_model(est, X, sample_weight, label):
+    """``est`` fitted on the rows ``X`` of class ``label`` (an error names the class)."""
+    try:
+        return est.fit(X, sample_weight=sample_weight)
+    except ValueError as e:
+        raise ValueError(f"The model of class {label!r} ({len(X)} rows): {e}") from e
