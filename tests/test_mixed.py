@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import logsumexp
+from sklearn.datasets import load_breast_cancer
 
 from ltm_sklearn import KernelLatentTree, LatentTreeEM
 from ltm_sklearn._algorithms.kernel_leaves import code_evidence
@@ -188,3 +189,13 @@ def test_auto_structure_picks_the_best_held_out_candidate():
     assert set(scores) == {"chow_liu", "me", "star"}
     assert est.structure_ == max(scores, key=scores.get)
     assert np.isfinite(est.score(X))
+
+
+
+def test_auto_structure_of_a_model_whose_fits_do_not_resume():
+    # the race runs its one rung at full effort; its winner is refitted on every row
+    # (before, a winner still running after the rung was resumed as a discrete fit)
+    X = load_breast_cancer().data[:150]
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    est = KernelLatentTree(structure="auto", random_state=0).fit(X)
+    assert est.structure_ in est.structure_scores_ and np.isfinite(est.score(X))

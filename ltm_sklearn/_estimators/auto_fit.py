@@ -269,8 +269,11 @@ def select_model(est, moments, rng):
         }
         if others:
             finalists.append(best_key(others, order))
+    # (an estimator whose fits cannot resume ran its race's one rung at full effort)
     running = [
-        key for key in finalists if not fits[key].converged and fits[key].n_iter < est.max_iter
+        key
+        for key in finalists
+        if est._resumable_fits and not fits[key].converged and fits[key].n_iter < est.max_iter
     ]
     tasks = [
         CandidateTask(
