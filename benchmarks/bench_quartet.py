@@ -6,8 +6,8 @@
 2. Robinson-Foulds distance vs N for 16, 32 and 64-leaf random and balanced binary trees
    (k = 2, n = 4, CPT noise 0.3, 5 models): QuartetTreeLearner's structure (the quartet
    tree polished by minimum-evolution interchanges, the default) and the quartet tree
-   alone (``polish=False``) next to neighbor joining and recursive grouping on the
-   spectral tree metric; quartet tests and seconds per tree (polish included).
+   alone (``local_search=False``) next to neighbor joining and recursive grouping on the
+   spectral tree metric; quartet tests and seconds per tree (local search included).
 
     python benchmarks/bench_quartet.py [--quick]
 
@@ -81,7 +81,7 @@ def tree_recovery(sizes, leaves, n_models):
                 secs.append(t)
                 D = spectral_distance(mom, 2)
                 res["quartet"].append(robinson_foulds(qt, tree))
-                alone, _ = learn_tree_quartets(mom, 2, polish=False)
+                alone, _ = learn_tree_quartets(mom, 2, local_search=False)
                 res["quartet tests alone"].append(robinson_foulds(alone, tree))
                 res["nj"].append(robinson_foulds(learn_tree(D, "nj", n_samples=n), tree))
                 res["rg"].append(robinson_foulds(learn_tree(D, "rg", n_samples=n), tree))

@@ -187,7 +187,7 @@ def test_mixture_of_trees_recovered():
 def test_density_integrates_to_one(n_components):
     tree = LatentTree([(0, 2), (1, 2)], n_observed=2)
     truth = GaussianLatentTreeModel.random(tree, n_components, random_state=3)
-    est = GaussianLatentTree(n_components=n_components, structure=tree, random_state=0)
+    est = GaussianLatentTree(n_components=n_components, tree=tree, random_state=0)
     est.fit(truth.sample(3000, random_state=0))
     lo, hi = est.center_ - 12 * est.scale_, est.center_ + 12 * est.scale_
     g0, g1 = np.linspace(lo[0], hi[0], 801), np.linspace(lo[1], hi[1], 801)

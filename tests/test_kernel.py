@@ -138,12 +138,13 @@ def test_kernel_metric_recovers_uncorrelated_tree_where_gaussian_fails():
 @pytest.mark.slow
 def test_defaults_recover_the_sign_flip_tree():
     """The default metric rank (n_hidden_states - 1 for centred operators) and the
-    minimum-evolution search recover Song, Parikh & Xing (NIPS 2011)'s 16-leaf tree at N = 2,000."""
+    minimum-evolution search (the structure to read the tree) recover Song, Parikh & Xing
+    (NIPS 2011)'s 16-leaf tree at N = 2,000."""
     tree = balanced_binary_tree(16)
     exact = 0
     for seed in range(5):
         X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=seed)
-        exact += robinson_foulds(KernelLatentTree().fit(X).tree_, tree) == 0
+        exact += robinson_foulds(KernelLatentTree(structure="me").fit(X).tree_, tree) == 0
     assert exact >= 4
 
 
@@ -151,7 +152,7 @@ def test_defaults_recover_the_sign_flip_tree():
 def test_estimator_structure_options():
     tree = balanced_binary_tree(8)
     X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=0)
-    assert robinson_foulds(KernelLatentTree(1).fit(X).tree_, tree) == 0
+    assert robinson_foulds(KernelLatentTree(1, structure="me").fit(X).tree_, tree) == 0
     for structure in ("clnj", "gaussian", "nonparanormal", "star"):
         est = KernelLatentTree(1, structure=structure).fit(X)
         assert est.tree_.n_observed == 8 and np.all(np.isfinite(est.score_samples(X[:50])))
@@ -203,7 +204,7 @@ def test_density_integrates_to_one_and_nan_marginalises(scale):
 def test_explicit_density_integrates_to_one_and_marginalises_nan_exactly():
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(3), 2, random_state=0)
     X = truth.sample(3000, random_state=1)
-    est = KernelLatentTree(2, random_state=0).fit(X)
+    est = KernelLatentTree(2, structure="me", random_state=0).fit(X)
     assert est.bandwidth_scores_ is not None and len(est.bandwidth_scores_) == 3
     # the joint of two columns (the third NaN) on a grid wide enough for the wide tail
     # bumps (3 sd), and every column's marginal (the others NaN) on a fine line
@@ -242,12 +243,12 @@ def test_raw_estimate_converges_to_the_smoothed_truth_and_the_model_to_the_truth
     raw_gaps, gaps = [], []
     for n in (500, 5_000, 50_000):
         X = truth.sample(n, random_state=n)
-        est = KernelLatentTree(3, bandwidth_scale=0.5).fit(X)
+        est = KernelLatentTree(3, structure="me", bandwidth_scale=0.5).fit(X)
         smooth = truth.smoothed(est.bandwidths_)
         sign, log_abs = est.raw_log_abs(X_test)
         ok = sign > 0
         raw_gaps.append(smooth.log_likelihood(X_test)[ok].mean() - log_abs[ok].mean())
-        model = KernelLatentTree(3, random_state=0).fit(X)
+        model = KernelLatentTree(3, structure="me", random_state=0).fit(X)
         gaps.append(truth.log_likelihood(X_test).mean() - model.score(X_test))
     assert raw_gaps[0] > raw_gaps[2] and abs(raw_gaps[2]) < 0.005, raw_gaps
     assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 0.04, gaps
@@ -262,7 +263,7 @@ def test_grid_search_picks_the_number_of_hidden_states(d):
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), d, random_state=0)
     X = truth.sample(4000, random_state=10)
     grid = {"n_hidden_states": [1, 2, 3, 4, 5, 6]}
-    search = GridSearchCV(KernelLatentTree(random_state=0), grid, cv=3).fit(X)
+    search = GridSearchCV(KernelLatentTree(structure="me", random_state=0), grid, cv=3).fit(X)
     assert search.best_params_["n_hidden_states"] == d
 
 

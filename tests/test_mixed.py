@@ -91,7 +91,7 @@ def test_mixed_density_integrates_to_one(n_numeric, structure):
 def test_missing_entries_are_marginalised_exactly():
     truth = MixedTruth(n_leaves=4, numeric=[0], n_states=3)
     X = truth.sample(600, seed=2)
-    est = KernelLatentTree(2, random_state=0).fit(X)
+    est = KernelLatentTree(2, structure="me", random_state=0).fit(X)
     row = X.iloc[:1].copy()
     # a missing categorical entry: the sum over its categories
     filled = pd.concat([row] * 3, ignore_index=True)
@@ -117,7 +117,7 @@ def test_mixed_truth_is_recovered_and_error_shrinks():
     exact = truth.log_likelihood(X_test).mean()
     gaps = []
     for n in (1000, 10000):
-        est = KernelLatentTree(2, random_state=0).fit(truth.sample(n, seed=n))
+        est = KernelLatentTree(2, structure="me", random_state=0).fit(truth.sample(n, seed=n))
         gaps.append(exact - est.score(X_test))
     assert gaps[1] < gaps[0]
     assert 0 <= gaps[1] < 0.1
@@ -126,7 +126,7 @@ def test_mixed_truth_is_recovered_and_error_shrinks():
 def test_conditional_queries_are_consistent_with_the_density():
     truth = MixedTruth(n_leaves=6, numeric=[0, 2, 4], n_states=3, seed=4)
     X = truth.sample(3000, seed=5)
-    est = KernelLatentTree(2, random_state=0).fit(X)
+    est = KernelLatentTree(2, structure="me", random_state=0).fit(X)
     rows = X.iloc[:4].copy()
     rows.iloc[1, 2] = np.nan  # a missing numeric entry among the evidence
     proba = est.conditional_proba(rows, target="c1")
@@ -171,7 +171,7 @@ def test_indicator_leaves_make_the_kernel_model_the_discrete_one():
 def test_unseen_category_and_sampling():
     truth = MixedTruth(n_leaves=4, numeric=[0], n_states=3)
     X = truth.sample(500, seed=6)
-    est = KernelLatentTree(2, random_state=0).fit(X)
+    est = KernelLatentTree(2, structure="me", random_state=0).fit(X)
     row = X.iloc[:1].astype({"c1": object})
     row.iloc[0, 1] = "zzz"
     value = est.score_samples(row)[0]
@@ -189,7 +189,6 @@ def test_auto_structure_picks_the_best_held_out_candidate():
     assert set(scores) == {"chow_liu", "me", "star"}
     assert est.structure_ == max(scores, key=scores.get)
     assert np.isfinite(est.score(X))
-
 
 
 def test_auto_structure_of_a_model_whose_fits_do_not_resume():

@@ -147,12 +147,12 @@ def test_estimator_recovers_random_trees_and_beats_neighbor_joining():
     assert exact_q >= exact_nj
 
 
-def test_parameter_methods_and_structure_option():
+def test_init_methods_and_structure_option():
     model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, noise=0.3, random_state=0)
     X, X_test = model.sample(20_000, random_state=1), model.sample(2000, random_state=2)
     truth = model.log_likelihood(X_test).mean()
-    for parameters in ("spectral", "hierarchical", "em"):
-        est = QuartetTreeLearner(2, parameters=parameters, random_state=0).fit(X)
+    for init in ("spectral", "hierarchical", "em"):
+        est = QuartetTreeLearner(2, init=init, random_state=0).fit(X)
         assert robinson_foulds(est.tree_, model.tree) == 0
         assert abs(truth - est.score(X_test)) < 0.02
     for cls in (SpectralLatentTree, HierarchicalTensorLTM):
@@ -203,7 +203,7 @@ def test_quartet_interchanges_return_to_the_truth_and_keep_it():
 def test_refined_quartet_trees_recover_balanced_and_random_trees():
     # 10,000 rows, 5 models each (bench_quartet): the quartet interchanges after the
     # insertions take balanced 16-leaf trees from 2/5 to 4/5 exact, the minimum-evolution
-    # interchanges from the quartet tree (polish, the default) to 5/5 - at least neighbor
+    # interchanges from the quartet tree (local_search, the default) to 5/5 - at least neighbor
     # joining's recoveries on both kinds; random ones stay at 5/5
     from ltm_sklearn._algorithms.structure.quartet import learn_tree_quartets
 
@@ -219,8 +219,10 @@ def test_refined_quartet_trees_recover_balanced_and_random_trees():
             model = LatentTreeModel.random(tree, 2, 4, noise=0.3, random_state=seed)
             X = model.sample(10_000, random_state=seed + 10)
             moments = MomentEstimator(X.T.astype(np.int16), np.full(16, 4))
-            for t, (refine, polish) in enumerate(settings):
-                learned, _ = learn_tree_quartets(moments, 2, refine=refine, polish=polish)
+            for t, (refine, local_search) in enumerate(settings):
+                learned, _ = learn_tree_quartets(
+                    moments, 2, refine=refine, local_search=local_search
+                )
                 exact[kind][t] += robinson_foulds(learned, tree) == 0
             nj = learn_tree(spectral_distance(moments, 2), "nj")
             exact[kind][-1] += robinson_foulds(nj, tree) == 0
@@ -230,8 +232,8 @@ def test_refined_quartet_trees_recover_balanced_and_random_trees():
         assert exact[kind][2] >= exact[kind][-1]
 
 
-def test_polish_is_a_local_search_from_the_quartet_tree():
-    # polish=False keeps the tree of the quartet tests; polish=True never lengthens it
+def test_local_search_starts_from_the_quartet_tree():
+    # local_search=False keeps the tree of the quartet tests; True never lengthens it
     # under balanced minimum evolution, and a tree no interchange shortens is kept
     from ltm_sklearn._algorithms.structure.quartet import learn_tree_quartets
     from ltm_sklearn._algorithms.structure.search import bme_length
@@ -240,11 +242,11 @@ def test_polish_is_a_local_search_from_the_quartet_tree():
     X = model.sample(10_000, random_state=10)
     moments = MomentEstimator(X.T.astype(np.int16), np.full(16, 4))
     D = spectral_distance(moments, 2)
-    raw, _ = learn_tree_quartets(moments, 2, polish=False)
+    raw, _ = learn_tree_quartets(moments, 2, local_search=False)
     polished, _ = learn_tree_quartets(moments, 2)
     assert robinson_foulds(raw, model.tree) > 0 and robinson_foulds(polished, model.tree) == 0
     assert bme_length(polished, D) < bme_length(raw, D)
-    est = QuartetTreeLearner(2, polish=False, n_members=1, random_state=0).fit(X)
+    est = QuartetTreeLearner(2, local_search=False, n_members=1, random_state=0).fit(X)
     assert robinson_foulds(est.tree_, raw) == 0
     est = QuartetTreeLearner(2, n_members=1, random_state=0).fit(X)
     assert robinson_foulds(est.tree_, polished) == 0

@@ -586,7 +586,7 @@ def fit_gaussian_tree(
     sample_weight=None,
     corr=None,
     labels=None,
-    max_iter=200,
+    max_iter=300,
     tol=1e-4,
     reg_covar=1e-6,
     relearn_trees=False,

@@ -103,9 +103,14 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         after two in a row that do not improve it, and trying no more components than
         leave ``n_features + 1`` distinct rows to each (with multivariate leaves, 3 per
         column of the largest leaf).
-    structure : str, LatentTree or Newick string, default="auto"
-        ``"me"`` (minimum-evolution search on the Gaussian metric), ``"nj"``, ``"rg"``,
-        ``"clrg"``, ``"clnj"``, ``"star"`` (one hidden variable: factor analysis with one
+    tree : LatentTree, edge list, Newick string or networkx graph, default=None
+        A given tree over the columns (observed columns ``0 .. d-1`` or feature names,
+        hidden variables after), as in :class:`SpectralLatentTree`; ``None`` learns it
+        with ``structure``.
+    structure : str, default="auto"
+        Structure learning when ``tree=None``: ``"me"`` (minimum-evolution search on
+        the Gaussian metric), ``"nj"``, ``"rg"``, ``"clrg"``, ``"clnj"``, ``"star"`` (one
+        hidden variable: factor analysis with one
         factor), ``"chow_liu"`` (the Gaussian Chow-Liu tree, no hidden variables),
         ``"hclt"`` / ``"grouped_hclt"`` (a hidden variable per column or per group of
         columns along the Chow-Liu tree), ``"tree_mixture"`` (a Chow-Liu tree per
@@ -117,8 +122,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         component a full-covariance Gaussian, the limit of multivariate leaves where
         every column depends linearly on all others), ``"auto"`` (the best of
         ``"chow_liu"``, ``"tree_mixture"``, ``"me"``, ``"hclt"`` and ``"full"`` by BIC,
-        each with its own number of components), or a given tree over the columns.
-    max_iter : int, default=200
+        each with its own number of components).
+    max_iter : int, default=300
         EM iterations per fit.
     tol : float, default=1e-4
         EM stops when the mean log-likelihood per row gains less than ``tol``.
@@ -140,6 +145,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         on it.
     random_state : int, RandomState instance or None, default=None
         Seeds the k-means start of the components.
+    verbose : int, default=0
+        ``>= 1`` prints the BIC of every candidate (margins, structure, components) and
+        the choice.
 
     Attributes
     ----------
@@ -202,28 +210,33 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "n_components": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "structure": [StrOptions(set(GAUSSIAN_STRUCTURES) | {"auto"}), LatentTree, str],
+        "tree": "no_validation",  # LatentTree, edge list, Newick string or networkx graph
+        "structure": [StrOptions(set(GAUSSIAN_STRUCTURES) | {"auto"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="neither")],
         "margins": [StrOptions({"auto", "yeo-johnson", "none"})],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
     def __init__(
         self,
         n_components="auto",
         *,
+        tree=None,
         structure="auto",
-        max_iter=200,
+        max_iter=300,
         tol=1e-4,
         reg_covar=1e-6,
         margins="auto",
         n_jobs=None,
         random_state=None,
+        verbose=0,
     ):
         self.n_components = n_components
+        self.tree = tree
         self.structure = structure
         self.max_iter = max_iter
         self.tol = tol
@@ -231,6 +244,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         self.margins = margins
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ validation
     def _validate_X(self, X, reset):
@@ -322,7 +336,12 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             options["yeo-johnson"] = np.array([fit_yeo_johnson(S[:, j], sw)[0] for j in range(d)])
         rng = check_random_state(self.random_state)
         seed = rng.randint(np.iinfo(np.int32).max)
-        structures = AUTO_STRUCTURES if _is(self.structure, "auto") else (self.structure,)
+        if self.tree is not None:
+            structures = (self.tree,)
+        elif self.structure == "auto":
+            structures = AUTO_STRUCTURES
+        else:
+            structures = (self.structure,)
         if self.n_components == "auto":
             # each component should see at least d + 1 distinct rows
             distinct = len(np.unique(np.nan_to_num(S, nan=np.inf), axis=0))
@@ -361,6 +380,15 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         self.converged_ = best["converged"]
         self.n_iter_ = best["n_iter"]
         self.lower_bound_ = best["score"]
+        if self.verbose:
+            for (margins, structure, k), bic in sorted(self.bic_.items()):
+                print(
+                    f"margins={margins!r}, structure={structure!r}, {k} components: BIC {bic:.1f}"
+                )
+            print(
+                f"chose margins={self.margins_!r}, structure={self.structure_!r}, "
+                f"{self.n_components_} components"
+            )
         if self.n_components == "auto" and self.n_components_ >= MAX_AUTO_COMPONENTS:
             k = self.n_components_
             below = self.bic_.get((self.margins_, self.structure_, k - 1))

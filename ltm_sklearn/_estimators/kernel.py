@@ -175,15 +175,17 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
         The latent tree (observed columns at the leaves). ``None`` learns it.
     structure : {"auto", "me", "nj", "rg", "clrg", "clnj", "chow_liu", "star", "gaussian", \
-            "nonparanormal"}, default="me"
+            "nonparanormal"}, default="auto"
         Structure learning when ``tree=None``. ``"auto"``: the best of ``"chow_liu"``,
         ``"me"`` and ``"star"`` by held-out log-likelihood on an 80/20 split of the
         training rows (``structure_scores_``; as in :class:`SpectralLatentTree`) - the
         choice for the best density (it often picks the Chow-Liu tree of the columns'
-        bump indices: no hidden node, a richer dependence per edge), while the default
-        ``"me"`` learns the latent structure (it recovers Song, Parikh & Xing (NIPS 2011)'s
-        sign-flip trees,
-        where ``"auto"`` prefers Chow-Liu by 0.02-0.2 nats per row).
+        bump indices: no hidden node, a richer dependence per edge). Measured on 70/30
+        splits of six numeric tables against ``"me"``: test log-likelihood +4.49 nats per
+        row on breast cancer, +2.61 on magic, +12.92 on segment, +0.01 on wdbc, equal on
+        wine and pima, for 1.5-3.5 times the fit. ``"me"`` learns the latent structure
+        itself (it recovers Song, Parikh & Xing (NIPS 2011)'s sign-flip trees, where
+        ``"auto"`` prefers Chow-Liu by 0.02-0.2 nats per row): pass it to read the tree.
         ``"me"``, ``"nj"``, ``"rg"``, ``"clrg"`` and ``"clnj"`` reconstruct the tree from
         the kernel metric of eq. (12) (weighted, NaN-aware) with
         ``max(1, n_hidden_states - 1)`` singular values - the rank of the *centred*
@@ -228,7 +230,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         pandas' declared categories) or one entry per column - ``None`` for continuous
         (or "auto") columns, the array-like of categories otherwise (as in
         :class:`SpectralLatentTree`).
-    n_components : int, default=50
+    n_landmarks : int, default=50
         Nystroem landmarks per column (weighted quantiles of the column); eigen-directions
         of the landmark Gram below ``1e-9`` of the largest are dropped, so a column's
         feature dimension can be smaller.
@@ -243,7 +245,10 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         (:class:`~ltm_sklearn.LatentTreeClassifier` shares them this way).
     alpha : float, default=0.1
         Dirichlet pseudo-count added to every table entry in EM (hidden tables and the
-        bump weights of the leaves).
+        bump weights of the leaves). Smaller than the discrete estimators' 0.5: a leaf
+        table spreads over up to ``n_landmarks`` bumps, and 0.5 lost 0.015-1.13 nats per
+        row of test log-likelihood on each of the six numeric tables above (with
+        ``structure="me"``).
     max_iter : int, default=300
         EM iterations polishing the explicit model (0 keeps the moment estimate).
     tol : float, default=1e-4
@@ -358,7 +363,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         "hidden": [StrOptions({"discrete", "gaussian", "auto"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "categorical_features": [StrOptions({"from_dtype"}), "array-like", None],
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_landmarks": [Interval(Integral, 1, None, closed="left")],
         "bandwidth_scale": [Interval(Real, 0, None, closed="neither"), None],
         "bandwidth": ["array-like", None],
     }
@@ -368,11 +373,11 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         n_hidden_states=2,
         *,
         tree=None,
-        structure="me",
+        structure="auto",
         hidden="discrete",
         categorical_features="from_dtype",
         categories="auto",
-        n_components=50,
+        n_landmarks=50,
         bandwidth_scale=None,
         bandwidth=None,
         alpha=0.1,
@@ -388,7 +393,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         self.hidden = hidden
         self.categorical_features = categorical_features
         self.categories = categories
-        self.n_components = n_components
+        self.n_landmarks = n_landmarks
         self.bandwidth_scale = bandwidth_scale
         self.bandwidth = bandwidth
         self.alpha = alpha
@@ -440,7 +445,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
             bandwidths = bandwidths / self.scale_
         scale = 1.0 if self.bandwidth_scale is None else self.bandwidth_scale
         self.feature_map_ = RBFFeatureMap(
-            self.n_components, scale, bandwidths, n_categories=self._n_categories()
+            self.n_landmarks, scale, bandwidths, n_categories=self._n_categories()
         )
         self.feature_map_.fit(Z, sample_weight)
         # the landmarks, and one wide bump at the centre that holds the tails

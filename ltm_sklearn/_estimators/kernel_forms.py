@@ -77,7 +77,7 @@ class GaussianFormMixin:
     def _gaussian_estimator(self, tree=None):
         """The Gaussian form (unfitted): its own defaults, ``tree`` when given."""
         return GaussianLatentTree(
-            structure="auto" if tree is None else tree,
+            tree=tree,
             tol=self.tol,
             random_state=self.random_state,
         )

@@ -14,7 +14,7 @@ from .base import BaseLatentTree
 from .sklearn_internals import Interval, StrOptions
 from .spectral import ObservableMixin
 
-PARAMETER_METHODS = ("spectral", "hierarchical", "em")
+INIT_METHODS = ("spectral", "hierarchical", "em")
 
 
 class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
@@ -36,12 +36,14 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         ``k'`` (``"auto"`` as in :class:`SpectralLatentTree`): hidden states of the
         parameter model, rank of the projected quartet moments, and the rank beyond which
         the quartet tests measure the unfoldings.
-    parameters : {"spectral", "hierarchical", "em"}, default="spectral"
-        Starting point of the parameters on the learned tree.
+    init : {"spectral", "hierarchical", "em"}, default="spectral"
+        Starting point of EM on the learned tree: the explicit parameters of the spectral
+        or the hierarchical algorithm, or the tensor decomposition of the empirical
+        moments (``"em"``).
     n_representatives : int, default=3
         Nearest columns per branch in each decision; the branch wins on the summed scores
         of ``n_representatives^3`` quartets (``1`` is Algorithm 2 verbatim).
-    polish : bool, default=True
+    local_search : bool, default=True
         End the structure with nearest-neighbour interchanges under balanced minimum
         evolution on the spectral tree metric, from the quartet tree (see
         :func:`~ltm_sklearn.structure.learn_tree_quartets`): at 1e4 rows it recovers
@@ -52,6 +54,8 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     alpha : float or "auto", default=0.5
         Dirichlet pseudo-count of EM; ``"auto"`` chooses it on held-out rows (see
         :class:`SpectralLatentTree`).
+    softening : float in [0, 0.5) or "auto", default=0.0
+        Data softening of EM's evidence (see :class:`SpectralLatentTree`).
     n_members : int or "auto", default="auto"
         EM fits from different starts averaged into one latent tree of
         ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their
@@ -108,20 +112,21 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
             for key, value in BaseLatentTree._parameter_constraints.items()
             if key not in ("tree", "structure")
         },
-        "parameters": [StrOptions(set(PARAMETER_METHODS))],
+        "init": [StrOptions(set(INIT_METHODS))],
         "n_representatives": [Interval(Integral, 1, None, closed="left")],
-        "polish": ["boolean"],
+        "local_search": ["boolean"],
     }
 
     def __init__(
         self,
         n_hidden_states=2,
         *,
-        parameters="spectral",
+        init="spectral",
         n_representatives=3,
-        polish=True,
+        local_search=True,
         categories="auto",
         alpha=0.5,
+        softening=0.0,
         n_members="auto",
         max_iter=300,
         tol=1e-4,
@@ -130,11 +135,12 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         verbose=0,
     ):
         self.n_hidden_states = n_hidden_states
-        self.parameters = parameters
+        self.init = init
         self.n_representatives = n_representatives
-        self.polish = polish
+        self.local_search = local_search
         self.categories = categories
         self.alpha = alpha
+        self.softening = softening
         self.n_members = n_members
         self.max_iter = max_iter
         self.tol = tol
@@ -153,7 +159,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
             moments,
             self.n_hidden_states_,
             n_representatives=self.n_representatives,
-            polish=self.polish,
+            local_search=self.local_search,
         )
         self.n_quartet_tests_ = info.n_tests
         self.min_quartet_margin_ = float(info.min_margin)
@@ -161,9 +167,9 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
 
     def _initial_parameters(self, tree, moments, rng):
         k = self.n_hidden_states_
-        if self.parameters == "em":
+        if self.init == "em":
             return (*tensor_cpts(tree, moments, k, random_state=rng), {})
-        if self.parameters == "hierarchical":
+        if self.init == "hierarchical":
             fit_raw = fit_hierarchical
         else:
             fit_raw = fit_spectral

@@ -378,7 +378,7 @@ def _quartet_interchanges(adj, d, vote, n_representatives, max_sweeps=None):
 
 
 def learn_tree_quartets(
-    moments, rank, n_representatives=3, feature_names=None, refine=True, polish=True
+    moments, rank, n_representatives=3, feature_names=None, refine=True, local_search=True
 ):
     """Quartet-based structure from a :class:`MomentEstimator` (what ``structure="quartet"``
     runs): normalised 4-way moments projected to ``rank``, scores beyond rank ``rank``,
@@ -392,7 +392,7 @@ def learn_tree_quartets(
     split of the learned tree was wrong). The nearest column in the tree metric is next to
     the place of the new one, so the tests near it carry signal.
 
-    With ``polish=True`` the quartet tree is then the start of nearest-neighbour
+    With ``local_search=True`` the quartet tree is then the start of nearest-neighbour
     interchanges under balanced minimum evolution on the same spectral tree metric
     (:func:`~ltm_sklearn.structure.minimum_evolution_search` without regrafts), until no
     interchange shortens the tree. A split that the quartet tests got wrong is fixed by a
@@ -414,14 +414,14 @@ def learn_tree_quartets(
     feature_names : list of str, default=None
     refine : bool, default=True
         The quartet interchanges of :func:`build_tree_quartets`.
-    polish : bool, default=True
+    local_search : bool, default=True
         The minimum-evolution interchanges from the quartet tree.
 
     Returns
     -------
     tree : LatentTree
     info : QuartetTreeInfo
-        Diagnostics of the quartet tests (the polish adds none).
+        Diagnostics of the quartet tests (the local search adds none).
     """
     if len(moments.n_states) < 4:
         star = LatentTree.star(len(moments.n_states), feature_names=feature_names)
@@ -440,7 +440,7 @@ def learn_tree_quartets(
         radius=_RADIUS,
         refine=refine,
     )
-    if polish:
+    if local_search:
         tree = minimum_evolution_search(D, tree, spr_radius=0, feature_names=feature_names)
     return tree, info
 
