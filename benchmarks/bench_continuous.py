@@ -52,7 +52,12 @@ MIXED = ("german", "australian", "crx", "contraceptive")
 #: rows kept of a larger table (magic: 19,020 -> 5,000, stratified)
 MAX_ROWS = 5000
 #: the settings of KernelLatentTree compared (default structure, and "auto")
-OURS = {"KernelLatentTree": {}, "KernelLatentTree (structure='auto')": {"structure": "auto"}}
+#: the kernel form of KernelLatentTree with its latent structure search, and with the
+#: automatic structure (``--forms`` adds the automatic form)
+OURS = {
+    "KernelLatentTree": {"structure": "me", "hidden": "discrete"},
+    "KernelLatentTree (structure='auto')": {"structure": "auto", "hidden": "discrete"},
+}
 #: the settings of GaussianLatentTree compared on the numeric tables (``--gaussian``)
 GAUSSIAN = {
     "GaussianLatentTree": {},
@@ -556,7 +561,8 @@ def run_classification(name, quick=False):
         num = numeric_columns(A)
         classes, y_tr = np.unique(y[tr], return_inverse=True)
         y_te = np.searchsorted(classes, y[te])
-        clf = LatentTreeClassifier(KernelLatentTree(random_state=0), shared_tree=True)
+        kernel = KernelLatentTree(structure="me", hidden="discrete", random_state=0)
+        clf = LatentTreeClassifier(kernel, shared_tree=True)
         search = GridSearchCV(
             clf, {"estimator__n_hidden_states": [1, 2, 4]}, cv=3, scoring="neg_log_loss"
         ).fit(A, y[tr])

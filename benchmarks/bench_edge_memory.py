@@ -37,7 +37,7 @@ r = np.random.default_rng(0)
 X = np.cumsum(r.random((n, d)) < 0.1, 1) % 2 + 0.1 * r.standard_normal((n, d))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t0 = time.perf_counter()
-est = KernelLatentTree(random_state=0).fit(X)
+est = KernelLatentTree(structure="me", hidden="discrete", random_state=0).fit(X)
 seconds = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"columns": d, "rows": n, "before_mb": before, "peak_mb": peak,
@@ -111,7 +111,8 @@ def main():
         "# KernelLatentTree: peak memory against columns\n\n"
         f"`python benchmarks/bench_edge_memory.py`; {machine()} (shared with other jobs, so "
         "the times are indicative). 2,000 rows of a noisy binary Markov chain along the "
-        "columns, `KernelLatentTree(random_state=0)` defaults, one fresh process per size; "
+        "columns, `KernelLatentTree(structure='me', hidden='discrete', random_state=0)`, one "
+        "fresh process per size; "
         "peak RSS is `ru_maxrss`.\n\n" + table + "\n\n" + NOTE,
     )
 

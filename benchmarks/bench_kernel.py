@@ -141,7 +141,9 @@ def fig2(quick=False):
                 X = truth.sample(n_train, random_state=1000 + trial)
                 X_hold = truth.sample(500, random_state=2000 + trial)
                 scores = [
-                    KernelLatentTree(k, bandwidth_scale=scale, random_state=0).fit(X).score(X_hold)
+                    KernelLatentTree(k, hidden="discrete", bandwidth_scale=scale, random_state=0)
+                    .fit(X)
+                    .score(X_hold)
                     for k in candidates
                 ]
                 out.append(candidates[int(np.argmax(scores))] - d)
@@ -194,7 +196,7 @@ def speed(quick=False):
     for name, make in cases.items():
         tree, X = make()
         for k, structure in ((2, "nj"), (5, "nj"), (3, "clnj")):
-            est, t_fit = timed(KernelLatentTree(k, structure=structure).fit, X)
+            est, t_fit = timed(KernelLatentTree(k, structure=structure, hidden="discrete").fit, X)
             _, t_score = timed(est.score_samples, X[:10_000])
             dims = int(est.feature_map_.offsets_[-1])
             rf = robinson_foulds(est.tree_, tree)

@@ -28,6 +28,11 @@ from ltm_sklearn import (
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, load_table
 
 
+def kernel_model(hidden):
+    """The kernel estimator at the settings the fingerprint has always read."""
+    return KernelLatentTree(2, structure="me", hidden=hidden, random_state=0)
+
+
 def _data():
     truth = LatentTreeModel.random(balanced_binary_tree(8), 3, 3, random_state=0)
     X_truth = truth.sample(3000, random_state=1)
@@ -59,18 +64,18 @@ def main():
     record("em truth", LatentTreeEM(3, random_state=0), X_truth)
     record("em breast", LatentTreeEM(2, random_state=0), breast)
     record("gaussian wine", GaussianLatentTree(random_state=0), wine)
-    record("kernel wine", KernelLatentTree(2, random_state=0), wine)
-    record("kernel wine gaussian", KernelLatentTree(2, hidden="gaussian", random_state=0), wine)
-    record("kernel wine auto-form", KernelLatentTree(2, hidden="auto", random_state=0), wine)
-    record("kernel mixed", KernelLatentTree(2, random_state=0), mixed)
+    record("kernel wine", kernel_model("discrete"), wine)
+    record("kernel wine gaussian", kernel_model("gaussian"), wine)
+    record("kernel wine auto-form", kernel_model("auto"), wine)
+    record("kernel mixed", kernel_model("discrete"), mixed)
     record("classifier breast", LatentTreeClassifier(random_state=0), breast, y_breast)
     record(
         "classifier mixed kernel",
-        LatentTreeClassifier(KernelLatentTree(2, random_state=0)),
+        LatentTreeClassifier(kernel_model("discrete")),
         mixed,
         y_mixed,
     )
-    kernel = KernelLatentTree(2, random_state=0).fit(mixed)
+    kernel = kernel_model("discrete").fit(mixed)
     numeric = int(np.flatnonzero(~kernel.is_categorical_)[0])
     mean = kernel.conditional_mean(mixed.iloc[:50], numeric)
     print(f"{'kernel mixed conditional_mean sum':48s} {np.sum(mean):.12g}")

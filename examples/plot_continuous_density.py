@@ -20,7 +20,7 @@ from ltm_sklearn.datasets import GaussianLeafTreeModel, balanced_binary_tree
 
 truth = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, sigma=0.4, random_state=1)
 X = truth.sample(3000, random_state=0)
-est = KernelLatentTree(n_hidden_states=2, random_state=0).fit(X)
+est = KernelLatentTree(n_hidden_states=2, hidden="discrete", random_state=0).fit(X)
 X_test = truth.sample(1000, random_state=1)
 print(f"held-out log-density: {est.score(X_test):.3f}")
 print(f"gap to the true density: {truth.log_likelihood(X_test).mean() - est.score(X_test):.3f}")

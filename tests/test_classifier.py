@@ -264,12 +264,13 @@ def test_classifier_keeps_the_discrete_form_on_mixed_tables():
     assert all(est.hidden_ == "discrete" for est in clf.estimators_)
 
 
-def test_classifier_form_choice_refuses_too_few_rows():
+def test_classifier_form_choice_keeps_the_discrete_form_on_too_few_rows():
+    # as the estimator itself: under 10 rows to hold out, the discrete form
     X = np.random.default_rng(0).normal(size=(8, 3))
     y = np.repeat([0, 1], 4)
-    clf = LatentTreeClassifier(KernelLatentTree(hidden="auto"))
-    with pytest.raises(ValueError, match=r"hidden='auto' holds out rows.*hidden='discrete'"):
-        clf.fit(X, y)
+    clf = LatentTreeClassifier(KernelLatentTree(hidden="auto", random_state=0)).fit(X, y)
+    assert all(est.hidden_ == "discrete" for est in clf.estimators_)
+    assert not hasattr(clf, "hidden_")
 
 
 # ---------------------------------------------- the joint model, the pool, small classes

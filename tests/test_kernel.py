@@ -144,7 +144,10 @@ def test_defaults_recover_the_sign_flip_tree():
     exact = 0
     for seed in range(5):
         X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=seed)
-        exact += robinson_foulds(KernelLatentTree(structure="me").fit(X).tree_, tree) == 0
+        exact += (
+            robinson_foulds(KernelLatentTree(structure="me", hidden="discrete").fit(X).tree_, tree)
+            == 0
+        )
     assert exact >= 4
 
 
@@ -152,9 +155,12 @@ def test_defaults_recover_the_sign_flip_tree():
 def test_estimator_structure_options():
     tree = balanced_binary_tree(8)
     X = sample_sign_flip_tree(tree, 2000, sigma=0.3, random_state=0)
-    assert robinson_foulds(KernelLatentTree(1, structure="me").fit(X).tree_, tree) == 0
+    assert (
+        robinson_foulds(KernelLatentTree(1, structure="me", hidden="discrete").fit(X).tree_, tree)
+        == 0
+    )
     for structure in ("clnj", "gaussian", "nonparanormal", "star"):
-        est = KernelLatentTree(1, structure=structure).fit(X)
+        est = KernelLatentTree(1, structure=structure, hidden="discrete").fit(X)
         assert est.tree_.n_observed == 8 and np.all(np.isfinite(est.score_samples(X[:50])))
 
 
@@ -167,7 +173,7 @@ def test_one_hot_limit_equals_the_discrete_spectral_algorithm(tree):
     a configuration is log P_spectral(x) - sum_j log(2 pi h_j^2) / 2."""
     model = LatentTreeModel.random(tree, 2, 2, random_state=0)
     X = model.sample(5000, random_state=0).astype(float)
-    kern = KernelLatentTree(2, tree=tree, bandwidth_scale=0.05).fit(X)
+    kern = KernelLatentTree(2, tree=tree, hidden="discrete", bandwidth_scale=0.05).fit(X)
     spec = SpectralLatentTree(2, tree=tree, max_iter=0).fit(X)
     configs = model.all_configurations()
     _, a = spectral_log_abs(kern.raw_estimate_, kern._encode(configs))
@@ -181,7 +187,7 @@ def test_one_hot_limit_equals_the_discrete_spectral_algorithm(tree):
 def test_density_integrates_to_one_and_nan_marginalises(scale):
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(3), 2, random_state=0)
     X = truth.sample(3000, random_state=1)
-    est = KernelLatentTree(2, bandwidth_scale=scale).fit(X)
+    est = KernelLatentTree(2, bandwidth_scale=scale, hidden="discrete").fit(X)
     h = est.bandwidths_
     grids = [np.linspace(lo, hi, 80) for lo, hi in zip(X.min(0) - 5 * h, X.max(0) + 5 * h)]
     G = np.stack(np.meshgrid(*grids, indexing="ij"), axis=-1).reshape(-1, 3)
@@ -204,7 +210,7 @@ def test_density_integrates_to_one_and_nan_marginalises(scale):
 def test_explicit_density_integrates_to_one_and_marginalises_nan_exactly():
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(3), 2, random_state=0)
     X = truth.sample(3000, random_state=1)
-    est = KernelLatentTree(2, structure="me", random_state=0).fit(X)
+    est = KernelLatentTree(2, structure="me", hidden="discrete", random_state=0).fit(X)
     assert est.bandwidth_scores_ is not None and len(est.bandwidth_scores_) == 3
     # the joint of two columns (the third NaN) on a grid wide enough for the wide tail
     # bumps (3 sd), and every column's marginal (the others NaN) on a fine line
@@ -243,12 +249,12 @@ def test_raw_estimate_converges_to_the_smoothed_truth_and_the_model_to_the_truth
     raw_gaps, gaps = [], []
     for n in (500, 5_000, 50_000):
         X = truth.sample(n, random_state=n)
-        est = KernelLatentTree(3, structure="me", bandwidth_scale=0.5).fit(X)
+        est = KernelLatentTree(3, structure="me", bandwidth_scale=0.5, hidden="discrete").fit(X)
         smooth = truth.smoothed(est.bandwidths_)
         sign, log_abs = est.raw_log_abs(X_test)
         ok = sign > 0
         raw_gaps.append(smooth.log_likelihood(X_test)[ok].mean() - log_abs[ok].mean())
-        model = KernelLatentTree(3, structure="me", random_state=0).fit(X)
+        model = KernelLatentTree(3, structure="me", random_state=0, hidden="discrete").fit(X)
         gaps.append(truth.log_likelihood(X_test).mean() - model.score(X_test))
     assert raw_gaps[0] > raw_gaps[2] and abs(raw_gaps[2]) < 0.005, raw_gaps
     assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 0.04, gaps
@@ -263,8 +269,30 @@ def test_grid_search_picks_the_number_of_hidden_states(d):
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), d, random_state=0)
     X = truth.sample(4000, random_state=10)
     grid = {"n_hidden_states": [1, 2, 3, 4, 5, 6]}
-    search = GridSearchCV(KernelLatentTree(structure="me", random_state=0), grid, cv=3).fit(X)
+    search = GridSearchCV(
+        KernelLatentTree(structure="me", random_state=0, hidden="discrete"), grid, cv=3
+    ).fit(X)
     assert search.best_params_["n_hidden_states"] == d
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [2, 3])
+def test_auto_hidden_states_picks_the_number_of_hidden_states(d):
+    # the same truths as the grid search above, chosen inside fit on held-out rows
+    truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), d, random_state=0)
+    X = truth.sample(4000, random_state=10)
+    est = KernelLatentTree("auto", structure="me", random_state=0, hidden="discrete").fit(X)
+    assert est.n_hidden_states_ == d
+    assert max(est.n_hidden_states_scores_, key=est.n_hidden_states_scores_.get) == d
+
+
+def test_auto_hidden_states_with_the_auto_structure():
+    truth = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0)
+    X = truth.sample(600, random_state=1)
+    est = KernelLatentTree("auto", hidden="discrete", random_state=0).fit(X)
+    assert est.n_hidden_states_ in est.n_hidden_states_scores_
+    assert est.structure_ in est.structure_scores_
+    assert np.isfinite(est.score(X))
 
 
 @pytest.mark.slow
@@ -274,7 +302,7 @@ def test_conditional_mean_matches_the_truth():
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(8), 3, random_state=0)
     X = truth.sample(20000, random_state=1)
     Q = truth.sample(300, random_state=2)
-    est = KernelLatentTree(3, random_state=0).fit(X)
+    est = KernelLatentTree(3, random_state=0, hidden="discrete").fit(X)
     g = np.linspace(X[:, 0].min() - 3, X[:, 0].max() + 3, 600)
 
     def exact_mean(rows):  # int x p(x, rest) dx / int p(x, rest) dx on a fine grid
@@ -297,7 +325,7 @@ def test_conditional_mean_matches_the_truth():
 def test_pandas_names_and_clear_errors():
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0)
     X = pd.DataFrame(truth.sample(500, random_state=0), columns=list("abcd"))
-    est = KernelLatentTree(2).fit(X)
+    est = KernelLatentTree(2, hidden="discrete").fit(X)
     assert list(est.feature_names_in_) == list("abcd")
     assert est.conditional_mean(X.iloc[:5], target="c").shape == (5,)
     labels = np.array([["a", "1.0"], ["b", "2.0"]] * 5, dtype=object)
@@ -314,5 +342,5 @@ def test_pandas_names_and_clear_errors():
 def test_convergence_warning_points_at_the_caller():
     X = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0).sample(500)
     with pytest.warns(ConvergenceWarning) as record:
-        KernelLatentTree(2, max_iter=2, random_state=0).fit(X)
+        KernelLatentTree(2, hidden="discrete", max_iter=2, random_state=0).fit(X)
     assert len(record) == 1 and record[0].filename == __file__

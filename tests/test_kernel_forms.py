@@ -124,11 +124,13 @@ def test_mixed_tables_keep_the_discrete_form():
         KernelLatentTree(hidden="gaussian").fit(X)
 
 
-def test_auto_refuses_too_few_rows():
+def test_auto_keeps_the_discrete_form_on_too_few_rows():
+    # the default: under 10 rows there are none to hold out, and the discrete form fits
     X = np.random.default_rng(0).normal(size=(6, 3))
-    with pytest.raises(ValueError, match="needs at least 10 rows"):
-        KernelLatentTree(hidden="auto").fit(X)
-    # the explicit forms still fit (as the discrete one did before)
+    est = KernelLatentTree(random_state=0).fit(X)
+    assert est.hidden_ == "discrete" and est.hidden_scores_ == {}
+    assert np.isfinite(est.score(X))
+    # the explicit forms still fit
     assert np.isfinite(KernelLatentTree(hidden="gaussian", random_state=0).fit(X).score(X))
 
 

@@ -196,5 +196,5 @@ def test_auto_structure_of_a_model_whose_fits_do_not_resume():
     # (before, a winner still running after the rung was resumed as a discrete fit)
     X = load_breast_cancer().data[:150]
     X = (X - X.mean(axis=0)) / X.std(axis=0)
-    est = KernelLatentTree(structure="auto", random_state=0).fit(X)
+    est = KernelLatentTree(structure="auto", hidden="discrete", random_state=0).fit(X)
     assert est.structure_ in est.structure_scores_ and np.isfinite(est.score(X))

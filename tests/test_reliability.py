@@ -122,8 +122,9 @@ def test_kernel_works_at_any_scale(scale):
     X = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0).sample(
         800, random_state=0
     )
-    ref = KernelLatentTree(random_state=0).fit(X)
-    est = KernelLatentTree(random_state=0).fit(X * scale)
+    # the kernel form (GaussianLatentTree's own scale test is in test_gaussian)
+    ref = KernelLatentTree(hidden="discrete", random_state=0).fit(X)
+    est = KernelLatentTree(hidden="discrete", random_state=0).fit(X * scale)
     ll = est.score_samples(X[:20] * scale)
     assert np.all(np.isfinite(ll))
     # a change of units shifts the log-density by the Jacobian
@@ -138,8 +139,8 @@ def test_kernel_density_is_valid_for_any_bandwidth():
     # model has no floor, and tiny bumps give a valid (if spiky) density, worse on new rows
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0)
     X, X_test = truth.sample(500, random_state=0), truth.sample(500, random_state=1)
-    tiny = KernelLatentTree(bandwidth_scale=1e-3, random_state=0).fit(X)
-    chosen = KernelLatentTree(random_state=0).fit(X)
+    tiny = KernelLatentTree(hidden="discrete", bandwidth_scale=1e-3, random_state=0).fit(X)
+    chosen = KernelLatentTree(hidden="discrete", random_state=0).fit(X)
     assert np.all(np.isfinite(tiny.score_samples(X_test)))
     assert chosen.score(X_test) > tiny.score(X_test)
     assert not hasattr(chosen, "n_floored_")

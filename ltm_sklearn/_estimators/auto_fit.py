@@ -166,12 +166,14 @@ def select_model(est, moments, rng):
                 seed = task_seed(base_seed, _LADDER, k, names.index(name), effort)
                 if fitted is None:
                     start = fits.get((name, previous))
-                    grown = k > moment_states(train.n_states)  # else a moment start
+                    # beyond the k' the moments identify, grown from the fit below; a fit
+                    # that cannot go on (est._resumable_fits) always starts anew
+                    grown = k > moment_states(train.n_states) and est._resumable_fits
                     if start is not None and start.tree.edges == tree.edges and grown:
                         task = CandidateTask(
                             k, tree, "grown", effort, last, seed, start, _GROW_NOISE
                         )
-                    elif k == 1:
+                    elif k == 1 and est._resumable_fits:
                         # every hidden node constant: the expected counts are the data's
                         # whatever the start, and one EM step reaches the optimum
                         task = CandidateTask(k, tree, "random", effort, last, seed)

@@ -406,6 +406,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         )
         if choose_form:
             shared["hidden"] = "discrete"  # k' is chosen for the discrete form
+            # under 10 rows to hold out, the discrete form (as the estimator keeps it)
+            choose_form = _held_out_rows(y_idx).size >= 10
         folds = loss = None
         if self.n_hidden_states == "auto" or choose_form:
             if self.n_hidden_states == "auto":
@@ -489,8 +491,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``what`` names the choice in the error of too few rows, ``fix`` says how to
         avoid it."""
         seed = self.random_state if self.random_state is not None else 0
-        counts = np.bincount(y_idx)
-        large = np.flatnonzero(np.isin(y_idx, np.flatnonzero(counts >= 5)))
+        large = _held_out_rows(y_idx)
         if large.size < 10:
             raise ValueError(
                 f"{what} holds out rows to choose by log-loss and needs at least 10 rows in "
@@ -662,3 +663,10 @@ def _fit_class_model(est, X, sample_weight, label):
         return est.fit(X, sample_weight=sample_weight)
     except ValueError as e:
         raise ValueError(f"The model of class {label!r} ({len(X)} rows): {e}") from e
+
+
+def _held_out_rows(y_idx):
+    """The rows the out-of-fold choices may hold out: those of classes of 5 rows or more
+    (a smaller class keeps every row for training)."""
+    counts = np.bincount(y_idx)
+    return np.flatnonzero(np.isin(y_idx, np.flatnonzero(counts >= 5)))

@@ -42,6 +42,7 @@ from .._algorithms.yeo_johnson import (
 from .._engine.mixed_columns import column_scales
 from .._engine.threads import block_threads
 from .._engine.tree import LatentTree
+from .._engine.user_frames import user_stacklevel
 from .selection import grow
 from .sklearn_internals import Interval, StrOptions, check_sample_weight
 from .validation import as_fitted_frame, check_frame_dtypes, reset_fitted_state, target_index
@@ -397,14 +398,14 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                 f"n_components='auto' stopped at its cap of {MAX_AUTO_COMPONENTS} components "
                 f"with the BIC still falling{trend}; pass a number of components to try more.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         if not self.converged_:
             warnings.warn(
                 f"EM did not converge in max_iter={self.max_iter} iterations; increase "
                 "max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         return self
 

@@ -12,6 +12,7 @@ mechanism routes them, instead of a branch in each.
 from __future__ import annotations
 
 import inspect
+import warnings
 from functools import wraps
 
 import numpy as np
@@ -71,6 +72,8 @@ class GaussianFormMixin:
         if self.hidden == "gaussian":
             return "gaussian", {}
         scores = self._form_scores(X, sample_weight)
+        if scores is None:  # too few rows to hold any out
+            return "discrete", {}
         better = scores["gaussian"] > scores["discrete"] + TIE_TOL
         return ("gaussian" if better else "discrete"), scores
 
@@ -78,8 +81,11 @@ class GaussianFormMixin:
         """The Gaussian form (unfitted): its own defaults, ``tree`` when given."""
         return GaussianLatentTree(
             tree=tree,
+            max_iter=self.max_iter,
             tol=self.tol,
+            n_jobs=self.n_jobs,
             random_state=self.random_state,
+            verbose=self.verbose,
         )
 
     def _fit_gaussian(self, X, sample_weight):
@@ -103,16 +109,16 @@ class GaussianFormMixin:
     def _form_scores(self, X, sample_weight):
         """``hidden="auto"``: held-out log-likelihood per row of the discrete and the
         Gaussian form, both fitted on the training part of the split of
-        :func:`~ltm_sklearn._estimators.selection.held_out_split` on the rows' values."""
-        A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
+        :func:`~ltm_sklearn._estimators.selection.held_out_split` on the rows' values
+        (``None`` under 10 rows of total weight, or with a column that is not numbers)."""
+        try:
+            A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
+        except ValueError:
+            return None  # not numbers: the discrete form's encoding says which column
         sample_weight = check_sample_weight(sample_weight, A, dtype=float, ensure_non_negative=True)
         split = held_out_split(A.T, sample_weight, self.random_state)
         if split is None or split.train.size < 2:
-            raise ValueError(
-                "hidden='auto' holds out a fifth of the rows to choose the form and needs at "
-                f"least 10 rows, got n_samples={len(A)} (total weight "
-                f"{sample_weight.sum():g}). Pass hidden='discrete' or hidden='gaussian'."
-            )
+            return None
         X = X if isinstance(X, pd.DataFrame) else A  # DataFrames keep their names
         X_train, X_val = safe_indexing(X, split.train), safe_indexing(X, split.rows)
         w_train, w_val = split.train_weights, split.weights
@@ -121,9 +127,12 @@ class GaussianFormMixin:
             "gaussian": clone(self).set_params(hidden="gaussian"),
         }
         scores = {}
-        for form, model in forms.items():
-            model.fit(X_train, sample_weight=w_train)
-            scores[form] = float(np.average(model.score_samples(X_val), weights=w_val))
+        with warnings.catch_warnings():
+            # the chosen form's fit on every row warns about what concerns the user
+            warnings.simplefilter("ignore")
+            for form, model in forms.items():
+                model.fit(X_train, sample_weight=w_train)
+                scores[form] = float(np.average(model.score_samples(X_val), weights=w_val))
         return scores
 
     def _gaussian_form(self):
