@@ -3,6 +3,7 @@ import pytest
 
 from ltm_sklearn import LatentTree
 from ltm_sklearn.datasets import balanced_binary_tree, hmm_chain, random_binary_tree
+from ltm_sklearn.structure import chow_liu
 
 
 def splits(tree):
@@ -139,3 +140,46 @@ def test_draw_labels_of_neighbouring_leaves_do_not_overlap():
         for b in boxes[i + 1 :]:
             assert not a.overlaps(b)
     plt.close(fig)
+
+
+def _label_boxes(ax):
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    return [t.get_window_extent(renderer) for t in ax.texts]
+
+
+@pytest.mark.parametrize("shape", ["binary", "chow_liu"])
+def test_draw_is_legible_at_30_columns(shape):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [f"column_{j}_long_name" for j in range(30)]
+    if shape == "binary":
+        edges = balanced_binary_tree(30).edges
+    else:  # observed columns inside the tree, as a Chow-Liu tree has them
+        rng = np.random.default_rng(0)
+        info = rng.random((30, 30))
+        edges = chow_liu(info + info.T).edges
+    ax = LatentTree(edges, 30, feature_names=names).draw()
+    boxes = _label_boxes(ax)
+    assert len(boxes) == 30
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b)
+    plt.close(ax.figure)
+
+
+def test_draw_contracts_hidden_nodes_with_a_single_child():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    # hidden 4 over hidden 5 (whose only child is column 3) and columns 0-2
+    tree = LatentTree([(4, 0), (4, 1), (4, 2), (4, 5), (5, 3)], 4, root=4)
+    contracted, full = tree.draw(), tree.draw(contract=False)
+    assert len(contracted.collections) == 5 and len(full.collections) == 6
+    assert len(contracted.lines) == 4 and len(full.lines) == 5
+    plt.close(contracted.figure)
+    plt.close(full.figure)

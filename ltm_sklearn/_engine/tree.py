@@ -490,37 +490,69 @@ class LatentTree:
         return out.validate_for(n_features, observed_leaves_only=observed_leaves_only)
 
     # ------------------------------------------------------------------ drawing
-    def draw(self, ax=None, feature_names=None):
-        """Draw the rooted tree with matplotlib (observed nodes shaded; labels longer
-        than four characters written upright, so that neighbouring leaves' labels do not
-        overlap)."""
+    def draw(self, ax=None, feature_names=None, contract=True):
+        """Draw the rooted tree with matplotlib: observed nodes shaded, hidden ones white.
+
+        Leaves sit left to right in depth-first order (no two edges cross), every inner
+        node above the middle of its children. Labels are written below their nodes,
+        upright when any is longer than four characters (so that neighbouring labels do
+        not overlap; the rows of the tree are then spaced by the longest label), an
+        observed node inside the tree's a little to its right, clear of its edges. With
+        ``contract=True`` a hidden node with a single child is drawn as the
+        edge from its parent to that child (the model keeps the node: it passes its
+        parent's state on through its own table)."""
         import matplotlib.pyplot as plt
 
-        own_figure = ax is None
-        if own_figure:
-            _, ax = plt.subplots(figsize=(max(4, 0.4 * self.n_observed), 5))
         names = feature_names if feature_names is not None else self.feature_names
+        shown = [
+            not (contract and self.is_hidden(u) and len(self.children[u]) == 1)
+            for u in range(self.n_nodes)
+        ]
+        # the drawn tree: every node's parent is its nearest shown ancestor
+        parent = np.full(self.n_nodes, -1, dtype=np.int64)
+        children = [[] for _ in range(self.n_nodes)]
+        order = []
+        for u in self.depth_first_order():
+            if not shown[u]:
+                continue
+            p = self.parent[u]
+            while p >= 0 and not shown[p]:
+                p = self.parent[p]
+            parent[u] = p
+            if p >= 0:
+                children[p].append(u)
+            order.append(u)
         depth = np.zeros(self.n_nodes)
-        for u in self.preorder[1:]:
-            depth[u] = depth[self.parent[u]] + 1
-        # leaves left to right in depth-first order (so no two edges cross), every inner
-        # node above the middle of its children
+        for u in order:
+            if parent[u] >= 0:
+                depth[u] = depth[parent[u]] + 1
         x = np.zeros(self.n_nodes)
-        leaves = [u for u in self.depth_first_order() if not self.children[u]]
+        leaves = [u for u in order if not children[u]]
         x[leaves] = np.arange(len(leaves))
-        for u in self.postorder:
-            if self.children[u]:
-                x[u] = np.mean([x[c] for c in self.children[u]])
-        for u, v in self.edges:
-            ax.plot([x[u], x[v]], [-depth[u], -depth[v]], color="0.4", lw=1, zorder=1)
+        for u in reversed(order):
+            if children[u]:
+                x[u] = np.mean([x[c] for c in children[u]])
         labels = {
             u: str(names[u]) if names is not None else str(u)
-            for u in range(self.n_nodes)
+            for u in order
             if not self.is_hidden(u)
         }
-        # labels wider than the space between two leaves are written upright
-        upright = max((len(t) for t in labels.values()), default=0) > 4
-        for u in range(self.n_nodes):
+        longest = max((len(t) for t in labels.values()), default=0)
+        # labels wider than the space between two leaves are written upright; a row of
+        # the tree is then taller than the longest label (inches, fontsize 8)
+        upright = longest > 4
+        row = 0.9
+        if upright and any(children[u] for u in labels):
+            row = max(row, 0.65 * 8 * longest / 72 + 0.4)
+        own_figure = ax is None
+        if own_figure:
+            height = max(3.0, row * depth.max() + 1.5)
+            _, ax = plt.subplots(figsize=(max(4, 0.4 * len(leaves)), height))
+        for u in order:
+            if parent[u] >= 0:
+                p = parent[u]
+                ax.plot([x[p], x[u]], [-depth[p], -depth[u]], color="0.4", lw=1, zorder=1)
+        for u in sorted(order):  # in node order
             hidden = self.is_hidden(u)
             ax.scatter(
                 x[u],
@@ -530,17 +562,21 @@ class LatentTree:
                 edgecolors="k",
                 color="white" if hidden else "0.6",
             )
-            if not hidden:
-                ax.annotate(
-                    labels[u],
-                    (x[u], -depth[u]),
-                    xytext=(0, -10),
-                    textcoords="offset points",
-                    ha="center",
-                    va="top",
-                    rotation=90 if upright else 0,
-                    fontsize=8,
-                )
+            if hidden:
+                continue
+            # inside the tree: to the right, clear of the edges to the children
+            offset = (8, -8) if children[u] else (0, -10)
+            ha = "left" if children[u] else "center"
+            ax.annotate(
+                labels[u],
+                (x[u], -depth[u]),
+                xytext=offset,
+                textcoords="offset points",
+                ha=ha,
+                va="top",
+                rotation=90 if upright else 0,
+                fontsize=8,
+            )
         ax.set_axis_off()
         if own_figure:
             ax.figure.tight_layout()  # room for the labels below the leaves
