@@ -3,6 +3,7 @@ class, or the two pooled."""
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral
 
 import numpy as np
@@ -141,11 +142,12 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         when given, the ``random_state`` of class models whose estimator has none, so
         that the classifier is reproducible.
     n_jobs : int, default=None
-        Worker processes for the class models' fits of ``n_hidden_states="auto"`` (every
-        fold's, side by side) and of the final models; ``None`` uses the cores the
-        process may use (at most ``OMP_NUM_THREADS`` when it is set, as in the workers
-        of an outer ``n_jobs``), ``1`` fits them here. The models are the same whatever
-        it is.
+        Worker processes for the class models' fits of the out-of-fold choices
+        (``n_hidden_states="auto"``, an estimator's ``hidden="auto"``: every fold's fits
+        side by side); ``None`` uses the cores the process may use (at most
+        ``OMP_NUM_THREADS`` when it is set, as in the workers of an outer ``n_jobs``),
+        ``1`` fits them here. The final models are fitted here, and the models are the
+        same whatever it is.
 
     Attributes
     ----------
@@ -433,7 +435,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """``(class prior, fitted class models)`` of the rows ``X`` with classes
         ``y_idx``."""
         jobs = self._class_jobs(base, shared, X, y_idx, sample_weight)
-        return self._class_prior(y_idx, sample_weight), self._run_fits(jobs)
+        return self._class_prior(y_idx, sample_weight), [_fit_class_model(*j) for j in jobs]
 
     def _class_prior(self, y_idx, sample_weight):
         weights = np.bincount(y_idx, weights=sample_weight, minlength=len(self.classes_))
@@ -462,15 +464,17 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             jobs.append((est, safe_indexing(X, rows), sample_weight[rows], self.classes_[c]))
         return jobs
 
-    def _run_fits(self, jobs):
-        """The fitted estimators of ``jobs`` (:meth:`_class_jobs`), in order: side by side
-        in worker processes when ``n_jobs`` allows several and there are several fits
-        (each fit is seeded alike wherever it runs, so the models are the same)."""
+    def _run_trial_fits(self, jobs):
+        """The fitted estimators of ``jobs`` (:meth:`_class_jobs`) of a held-out choice, in
+        order: side by side in worker processes when ``n_jobs`` allows several (each fit
+        is seeded alike wherever it runs, so the models are the same). Their warnings
+        are silenced: the final models' fits on every row warn about what concerns the
+        user."""
         n_jobs = min(block_threads(self.n_jobs), len(jobs))
         if n_jobs <= 1:
-            return [_fit_class_model(*job) for job in jobs]
+            return [_fit_class_model(*job, quiet=True) for job in jobs]
         return Parallel(n_jobs=n_jobs, backend="loky")(
-            delayed(_fit_class_model)(*job) for job in jobs
+            delayed(_fit_class_model)(*job, quiet=True) for job in jobs
         )
 
     def _independence_candidate(self, base):
@@ -512,7 +516,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _out_of_fold_loss(self, base, shared, params, folds, X, y_idx, sample_weight):
         """Log-loss of every held-out row of ``folds`` with the class models ``base`` +
         ``shared`` + ``params`` fitted on the rest (the fits of every fold side by side,
-        see :meth:`_run_fits`)."""
+        see :meth:`_run_trial_fits`)."""
         params = dict(shared, **params)
         jobs, priors = [], []
         for train, _ in folds:
@@ -521,7 +525,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             )
             jobs.extend(part)
             priors.append(self._class_prior(y_idx[train], sample_weight[train]))
-        models = iter(self._run_fits(jobs))
+        models = iter(self._run_trial_fits(jobs))
         out = []
         for (_, val), prior in zip(folds, priors):
             X_val = safe_indexing(X, val)
@@ -657,10 +661,14 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return tags
 
 
-def _fit_class_model(est, X, sample_weight, label):
-    """``est`` fitted on the rows ``X`` of class ``label`` (an error names the class)."""
+def _fit_class_model(est, X, sample_weight, label, quiet=False):
+    """``est`` fitted on the rows ``X`` of class ``label`` (an error names the class;
+    ``quiet``: without warnings)."""
     try:
-        return est.fit(X, sample_weight=sample_weight)
+        with warnings.catch_warnings():
+            if quiet:
+                warnings.simplefilter("ignore")
+            return est.fit(X, sample_weight=sample_weight)
     except ValueError as e:
         raise ValueError(f"The model of class {label!r} ({len(X)} rows): {e}") from e
 
