@@ -7,6 +7,7 @@ from ltm_sklearn.datasets import (
     broad_tree,
     deep_tree,
     hmm_chain,
+    load_debd,
     random_binary_tree,
     star_tree,
 )
@@ -84,3 +85,11 @@ def test_bad_states_rejected():
         m.log_likelihood([[0.5, 1, 1]])
     with pytest.raises(ValueError, match="outside"):
         m.log_likelihood([[3, 1, 1]])
+
+
+def test_density_benchmark_sets_are_bundled():
+    train, valid, test = load_debd("nltcs")
+    assert train.shape == (16181, 16) and valid.shape == (2157, 16) and test.shape == (3236, 16)
+    assert set(np.unique(train)) == {0, 1}
+    with pytest.raises(ValueError, match="Unknown set"):
+        load_debd("mnist")

@@ -6,13 +6,20 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
+from test_structure import hclt_truth
 
-from ltm_sklearn import LatentTree, LatentTreeEM, SpectralLatentTree
+from ltm_sklearn import (
+    LatentTree,
+    LatentTreeEM,
+    SpectralLatentTree,
+)
 from ltm_sklearn._algorithms.em import (
     average_members,
     fit_em,
     log_prior,
     m_step,
+    minibatch_em,
+    node_states,
     random_cpts,
     unique_rows,
 )
@@ -23,7 +30,12 @@ from ltm_sklearn._engine.inference import (
     hidden_posteriors,
     log_likelihood,
 )
-from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, hmm_chain, star_tree
+from ltm_sklearn.datasets import (
+    LatentTreeModel,
+    balanced_binary_tree,
+    hmm_chain,
+    star_tree,
+)
 
 
 def population(model):
@@ -502,3 +514,39 @@ def test_softening_auto_walks_from_none_on_the_held_out_rows():
     i = values.index(est.softening_)
     assert i == 0 or scores[values[i]] > scores[values[i - 1]] + est.tol
     assert np.exp(est.score_samples(model.all_configurations())).sum() == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------- the EM engine
+def test_float32_messages_agree_with_float64():
+    model = hclt_truth(d=10, k=4, seed=3)
+    X = model.sample(3000, random_state=0)
+    ev = CodeEvidence(X.T, np.full(10, 2))
+    n_states = node_states(model.tree, np.full(10, 2), 16)
+    root, cpts = random_cpts(model.tree, n_states, 0)
+    w = np.ones(3000)
+    ll64, rc64, ec64 = expected_counts(model.tree, root, cpts, ev, w)
+    ll32, rc32, ec32 = expected_counts(model.tree, root, cpts, ev, w, dtype=np.float32)
+    assert abs(ll64.mean() - ll32.mean()) < 1e-5
+    np.testing.assert_allclose(rc32, rc64, rtol=1e-3, atol=1e-3)
+    for u in ec64:
+        np.testing.assert_allclose(ec32[u], ec64[u], rtol=1e-3, atol=1e-2)
+    threads = log_likelihood(model.tree, root, cpts, ev, n_jobs=2)
+    np.testing.assert_allclose(threads, ll64, rtol=1e-12)
+
+
+def test_minibatch_em_reaches_the_full_batch_optimum():
+    model = hclt_truth(d=8, k=3, seed=4)
+    X = model.sample(6000, random_state=0)
+    ev = CodeEvidence(X.T, np.full(8, 2))
+    w = np.ones(6000)
+    n_states = node_states(model.tree, np.full(8, 2), 3)
+    start = random_cpts(model.tree, n_states, 0)
+    *_, full, _, _, _ = fit_em(model.tree, *start, ev, w, alpha=0.5, max_iter=1000, tol=1e-7)
+    root, cpts, updates = minibatch_em(
+        model.tree, *start, ev, w, alpha=0.5, n_epochs=3, batch_size=500, random_state=0
+    )
+    assert updates == 36
+    *_, mixed, _, _, _ = fit_em(model.tree, root, cpts, ev, w, alpha=0.5, max_iter=1000, tol=1e-7)
+    assert abs(mixed - full) < 2e-3
+    with pytest.raises(ValueError, match="decay"):
+        minibatch_em(model.tree, *start, ev, w, decay=0.4)

@@ -3,6 +3,7 @@ check and the warnings of :class:`~ltm_sklearn._engine.encoding.CategoricalEncod
 the mixed-table encoding of :mod:`ltm_sklearn._engine.mixed_columns` (which columns are
 categorical, the standardisation of the continuous ones, :class:`MixedEncoder`)."""
 
+import re
 import warnings
 
 import numpy as np
@@ -11,7 +12,14 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from test_reliability import DISCRETE, sample
 
-from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, SpectralLatentTree
+from ltm_sklearn import (
+    HierarchicalTensorLTM,
+    KernelLatentTree,
+    LatentTreeClassifier,
+    LatentTreeEM,
+    QuartetTreeLearner,
+    SpectralLatentTree,
+)
 from ltm_sklearn._engine.encoding import MISSING, UNSEEN, CategoricalEncoder
 from ltm_sklearn._engine.mixed_columns import MixedEncoder, categorical_mask, column_scales
 
@@ -506,3 +514,28 @@ def test_an_identifier_column_warning_names_the_callers_line():
     with pytest.warns(UserWarning, match="row identifier") as w:
         SpectralLatentTree(max_iter=5).fit(X)
     assert any(r.filename == __file__ for r in w)
+
+
+ESTIMATORS = [
+    SpectralLatentTree,
+    HierarchicalTensorLTM,
+    QuartetTreeLearner,
+    LatentTreeEM,
+    KernelLatentTree,
+]
+
+
+# ---------------------------------------------------------------- duplicated names
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_duplicated_column_names_refused(Est):
+    X = pd.DataFrame(np.random.default_rng(0).integers(0, 2, (50, 3)), columns=list("aab"))
+    with pytest.raises(ValueError, match=re.escape("duplicated column names ['a']")):
+        Est().fit(X)
+
+
+def test_duplicated_column_names_refused_in_partial_fit_and_classifier():
+    X = pd.DataFrame(np.random.default_rng(0).integers(0, 2, (50, 4)), columns=list("abcb"))
+    with pytest.raises(ValueError, match=re.escape("duplicated column names ['b']")):
+        SpectralLatentTree().partial_fit(X)
+    with pytest.raises(ValueError, match=re.escape("duplicated column names ['b']")):
+        LatentTreeClassifier().fit(X, np.arange(50) % 2)

@@ -5,7 +5,11 @@ import itertools
 import numpy as np
 import pytest
 
-from ltm_sklearn import HierarchicalTensorLTM, QuartetTreeLearner, SpectralLatentTree
+from ltm_sklearn import (
+    HierarchicalTensorLTM,
+    QuartetTreeLearner,
+    SpectralLatentTree,
+)
 from ltm_sklearn._algorithms.structure import (
     build_tree_quartets,
     learn_tree,
@@ -250,3 +254,18 @@ def test_local_search_starts_from_the_quartet_tree():
     assert robinson_foulds(est.tree_, raw) == 0
     est = QuartetTreeLearner(2, n_members=1, random_state=0).fit(X)
     assert robinson_foulds(est.tree_, polished) == 0
+
+
+# ---------------------------------------------------------------- quartets on a deep chain
+def test_quartet_insertion_searches_near_the_nearest_column():
+    from ltm_sklearn._algorithms.structure import learn_tree_quartets
+    from ltm_sklearn.datasets import LatentTreeModel, hmm_chain
+    from ltm_sklearn.metrics import robinson_foulds
+    from ltm_sklearn.moments import MomentEstimator
+
+    model = LatentTreeModel.random(hmm_chain(100), 2, 3, noise=0.3, random_state=0)
+    X = model.sample(5000, random_state=10)
+    moments = MomentEstimator(np.asarray(X.T, dtype=np.int16), np.full(100, 3))
+    tree, _ = learn_tree_quartets(moments, 2)
+    # searching the whole tree from its centroid got every split wrong here (RF 190)
+    assert robinson_foulds(tree, model.tree) == 0

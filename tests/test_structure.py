@@ -5,7 +5,9 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from ltm_sklearn import SpectralLatentTree
+from ltm_sklearn import (
+    SpectralLatentTree,
+)
 from ltm_sklearn._algorithms.structure import (
     clnj,
     clrg,
@@ -21,6 +23,7 @@ from ltm_sklearn._algorithms.structure import (
     spectral_distance,
 )
 from ltm_sklearn._engine.moments import MomentEstimator
+from ltm_sklearn._engine.tree import LatentTree
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,
@@ -28,6 +31,7 @@ from ltm_sklearn.datasets import (
     random_binary_tree,
 )
 from ltm_sklearn.metrics import hop_error, robinson_foulds, tree_splits
+from ltm_sklearn.structure import grouped_chow_liu, hidden_chow_liu
 
 
 def additive_distances(tree, rng):
@@ -350,3 +354,40 @@ def test_chow_liu_tree_is_a_deprecated_name_of_spanning_tree_edges():
     D = np.array([[0, 1, 3], [1, 0, 2], [3, 2, 0]], float)
     with pytest.warns(FutureWarning, match="spanning_tree_edges"):
         assert chow_liu_tree(D) == spanning_tree_edges(D) == [(0, 1), (1, 2)]
+
+
+def hclt_truth(d=8, k=3, seed=0):
+    """A latent tree shaped as a hidden Chow-Liu tree: hidden chain d..2d-1, column j
+    under hidden d + j."""
+    edges = [(d + j, d + j + 1) for j in range(d - 1)] + [(d + j, j) for j in range(d)]
+    return LatentTreeModel.random(LatentTree(edges, d), k, 2, noise=0.2, random_state=seed)
+
+
+# ---------------------------------------------------------------------- structures
+def test_hidden_chow_liu_puts_a_hidden_node_over_every_column():
+    M = np.array([[0, 0.5, 0.1, 0.0], [0.5, 0, 0.3, 0.2], [0.1, 0.3, 0, 0.4], [0, 0.2, 0.4, 0]])
+    tree = hidden_chow_liu(M)
+    assert tree.n_observed == 4 and len(tree.hidden_nodes) == 4
+    edges = {tuple(sorted(e)) for e in tree.edges}
+    for j in range(4):  # every column is a leaf under its own hidden node
+        assert [e for e in edges if j in e] == [(j, 4 + j)]
+    hidden_edges = sorted(tuple(sorted(e)) for e in tree.edges if min(e) >= 4)
+    assert hidden_edges == [(4, 5), (5, 6), (6, 7)]  # the Chow-Liu tree 0-1-2-3
+
+
+def test_grouped_chow_liu_contracts_the_strongest_edges():
+    M = np.array([[0, 0.9, 0.1, 0.1], [0.9, 0, 0.3, 0.1], [0.1, 0.3, 0, 0.8], [0.1, 0.1, 0.8, 0]])
+    tree = grouped_chow_liu(M, max_group=2)
+    assert sorted(tree.edges) == [(0, 4), (1, 4), (2, 5), (3, 5), (4, 5)]
+    assert sorted(grouped_chow_liu(M, max_group=1).edges) == sorted(hidden_chow_liu(M).edges)
+    assert len(grouped_chow_liu(M, max_group=4).hidden_nodes) == 1
+    with pytest.raises(ValueError, match="max_group"):
+        grouped_chow_liu(M, max_group=0)
+
+
+def test_hclt_structure_recovers_an_hclt_shaped_truth():
+    truth = hclt_truth()
+    X = truth.sample(20000, random_state=1)
+    est = SpectralLatentTree(3, structure="hclt", random_state=0).fit(X)
+    assert robinson_foulds(est.tree_, truth.tree) == 0
+    assert len(est.tree_.hidden_nodes) == 8

@@ -1,7 +1,11 @@
 import numpy as np
+import pandas as pd
 import pytest
 
-from ltm_sklearn import LatentTree
+from ltm_sklearn import (
+    LatentTree,
+    SpectralLatentTree,
+)
 from ltm_sklearn.datasets import balanced_binary_tree, hmm_chain, random_binary_tree
 from ltm_sklearn.structure import chow_liu
 
@@ -183,3 +187,21 @@ def test_draw_contracts_hidden_nodes_with_a_single_child():
     assert len(contracted.lines) == 4 and len(full.lines) == 5
     plt.close(contracted.figure)
     plt.close(full.figure)
+
+
+# ---------------------------------------------------------------- Newick labels
+@pytest.mark.parametrize("newick", ["((a,b),(c,zz));", "((w,x),(y,zz));"])
+def test_newick_labels_not_columns_named(newick):
+    X = pd.DataFrame(np.random.default_rng(0).integers(0, 2, (200, 4)), columns=list("abcd"))
+    with pytest.raises(ValueError) as info:
+        SpectralLatentTree(tree=newick).fit(X)
+    message = str(info.value)
+    assert "'zz'" in message and "'a'" not in message.split(";")[0]
+    assert "the columns are ['a', 'b', 'c', 'd']" in message
+    assert "no column names are given" not in message
+
+
+def test_newick_column_indices_still_accepted_with_names():
+    X = pd.DataFrame(np.random.default_rng(0).integers(0, 2, (200, 4)), columns=list("abcd"))
+    est = SpectralLatentTree(tree="((0,1),(2,3));").fit(X)
+    assert est.tree_.n_observed == 4

@@ -1,0 +1,30 @@
+"""The queries of a fitted model: posteriors of the hidden variables and latent classes."""
+
+import numpy as np
+
+from ltm_sklearn import SpectralLatentTree
+from ltm_sklearn.datasets import LatentTreeModel, star_tree
+
+
+# ---------------------------------------------------------------------- latent classes
+def test_predict_proba_is_the_root_posterior_and_predict_recovers_latent_classes():
+    model = LatentTreeModel.random(star_tree(6), 3, 4, noise=0.1, random_state=0)
+    X, states = model.sample(4000, random_state=1, return_hidden=True)
+    est = SpectralLatentTree(3, tree=model.tree, random_state=0).fit(X)
+    proba = est.predict_proba(X)
+    assert proba.shape == (4000, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    labels = est.predict(X)
+    truth = states[:, model.tree.root]
+    # accuracy up to a relabelling of the states
+    agree = max(
+        np.mean(np.array(perm)[labels] == truth)
+        for perm in __import__("itertools").permutations(range(3))
+    )
+    assert agree > 0.9
+    Xn = X.astype(float)
+    Xn[:, 0] = np.nan  # marginalised
+    assert np.all(np.isfinite(est.predict_proba(Xn)))
+    cl = SpectralLatentTree(2, structure="chow_liu").fit(X)  # no hidden node: one class
+    np.testing.assert_array_equal(cl.predict_proba(X[:5]), np.ones((5, 1)))
+    np.testing.assert_array_equal(cl.predict(X[:5]), np.zeros(5))
