@@ -77,19 +77,17 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     Missing entries are marginalised in every model. ``score`` is the accuracy, as for
     every scikit-learn classifier.
 
-    Measured (stratified 3-fold log-loss, the default estimator;
+    Measured (stratified 5-fold log-loss, the default estimator;
     ``benchmarks/bench_classify.py``): the per-class models lead on tables whose classes
-    differ in structure (monk2 0.045, car 0.052, lymphography 0.069, against one-hot
-    ``LogisticRegression`` 0.101, 0.082, 0.113), the joint model where the classes share
-    it (breast 0.547, german 0.533, against 0.585, 0.524). The pool is below
-    ``LogisticRegression`` on five of the seven bundled categorical tables (breast 0.562,
-    car 0.068, lymphography 0.083, contraceptive 1.009, german 0.517), level on monk2
-    (0.1016 against 0.1014) and above on marketing (1.817 against 1.760), where the
-    per-class models alone score 2.017; so it is the default. ``model="select"`` is
-    within 0.011 of the best of the three on every table (monk2 0.045, car 0.052,
-    lymphography 0.069, german 0.528) for about four times the fit (2.7-24 s).
+    differ in structure (monk2 0.041, car 0.050, lymphography 0.025, against one-hot
+    ``LogisticRegression`` 0.096, 0.080, 0.071), the joint model where the classes share
+    it (breast 0.541, against 0.566). The pool is at or below the better of
+    ``CategoricalNB`` and ``LogisticRegression`` on breast (0.542), car (0.061) and
+    contraceptive (1.010), within 0.006 of it on monk2, lymphography and german, and
+    above on marketing (1.808 against 1.752), where the per-class models alone score
+    1.964; so it is the default. ``model="select"`` costs about four times the fit.
     Gradient boosting wins the two tables whose class is a rule of the columns (monk2
-    0.001, car 0.017).
+    0.0005, car 0.014).
 
     Parameters
     ----------
