@@ -381,11 +381,7 @@ def test_model_select_keeps_the_model_of_lowest_out_of_fold_log_loss():
 
 @pytest.mark.slow  # starts worker processes
 def test_classifier_auto_gives_the_same_models_in_worker_processes_or_here():
-    tree = balanced_binary_tree(4)
-    a = LatentTreeModel.random(tree, 2, 3, noise=0.5, random_state=0)
-    b = LatentTreeModel.random(tree, 2, 3, noise=0.5, random_state=1)
-    X = np.vstack([a.sample(100, random_state=0), b.sample(100, random_state=1)])
-    y = np.repeat([0, 1], 100)
+    X, y, _, _ = two_class_data(n_per_class=100)
     fits = [
         LatentTreeClassifier(
             SpectralLatentTree(structure="hclt", max_iter=10, random_state=0),
