@@ -392,3 +392,29 @@ def test_classifier_auto_gives_the_same_models_in_worker_processes_or_here():
     ]
     assert fits[0].n_hidden_states_scores_ == fits[1].n_hidden_states_scores_
     np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
+
+
+def test_folds_without_a_class_are_scored_as_scikit_learn_classifiers_score_them():
+    # a class of 2 rows: one test fold of three holds none of it, and cross_val_score
+    # gives what it gives a LogisticRegression (finite scores, or NaN with a warning
+    # where the scorer needs every class in the test fold)
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    X, y, *_ = two_class_data(60)
+    y = y.astype(object)
+    y[[3, 70]] = "rare"
+    ours = LatentTreeClassifier(SpectralLatentTree(structure="chow_liu"), random_state=0)
+    lr = make_pipeline(OneHotEncoder(handle_unknown="ignore"), LogisticRegression())
+    cv = StratifiedKFold(3, shuffle=True, random_state=0)
+    for scoring in ("accuracy", "neg_log_loss", "roc_auc_ovr"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = cross_val_score(ours, X, y, scoring=scoring, cv=cv)
+            b = cross_val_score(lr, X, y, scoring=scoring, cv=cv)
+        np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+        assert np.any(np.isfinite(a))
+        # the fold without the class: scikit-learn's scorers need every class there
+        assert scoring == "accuracy" or not np.all(np.isfinite(b))
