@@ -8,8 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone, is_classifier
-from sklearn.model_selection import cross_val_score
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.naive_bayes import GaussianNB
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
 from test_reliability import sample
 
 from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, SpectralLatentTree
@@ -398,11 +401,6 @@ def test_folds_without_a_class_are_scored_as_scikit_learn_classifiers_score_them
     # a class of 2 rows: one test fold of three holds none of it, and cross_val_score
     # gives what it gives a LogisticRegression (finite scores, or NaN with a warning
     # where the scorer needs every class in the test fold)
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import OneHotEncoder
-
     X, y, *_ = two_class_data(60)
     y = y.astype(object)
     y[[3, 70]] = "rare"
