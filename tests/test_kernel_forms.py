@@ -183,3 +183,12 @@ def test_grid_search_over_the_form(gaussian_truth):
     grid.fit(X)
     assert grid.best_params_ == {"hidden": "gaussian"}
     assert grid.best_estimator_.hidden_ == "gaussian"
+
+
+def test_auto_keeps_the_moment_estimate_of_the_discrete_form():
+    # max_iter=0 is the discrete form's moment estimate: no Gaussian form to compare
+    X = np.random.default_rng(0).normal(size=(200, 4))
+    est = KernelLatentTree(max_iter=0, random_state=0).fit(X)
+    assert est.hidden_ == "discrete" and est.n_iter_ == 0
+    # and given bandwidths ask for the kernel model
+    assert KernelLatentTree(bandwidth_scale=0.5, random_state=0).fit(X).hidden_ == "discrete"

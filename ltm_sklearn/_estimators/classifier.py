@@ -22,7 +22,6 @@ from sklearn.utils.validation import (
 )
 
 from .._engine.encoding import declared_categories
-from .._engine.mixed_columns import categorical_mask
 from .._engine.threads import block_threads
 from .base import BaseLatentTree
 from .kernel import KernelLatentTree
@@ -401,8 +400,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             shared = base._shared_encoding(X, declared)
         shared.update(self._seeded(base))
         # the form of a continuous model's hidden variables, chosen for classification
-        choose_form = base.get_params().get("hidden") == "auto" and not self._has_categorical(
-            base, shared, X
+        choose_form = (
+            base.get_params().get("hidden") == "auto"
+            and clone(base).set_params(**shared)._fixed_form(X) is None
         )
         if choose_form:
             shared["hidden"] = "discrete"  # k' is chosen for the discrete form
@@ -580,12 +580,6 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         low = min(means)
         chosen = next(i for i, m in enumerate(means) if m <= low + TIE_TOL)
         return candidates[chosen], losses[chosen]
-
-    @staticmethod
-    def _has_categorical(base, shared, X):
-        """Whether the class models see a categorical column (a kernel model's mask)."""
-        model = clone(base).set_params(**shared)
-        return bool(np.any(categorical_mask(X, model.categorical_features)))
 
     def _choose_form(self, base, shared, X, y_idx, sample_weight, folds, discrete_loss):
         """``hidden="auto"`` of the estimator: the form of lower out-of-fold log-loss

@@ -211,18 +211,19 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         over Gaussian columns, with a discrete root switching between linear regimes
         when BIC wants one - a :class:`~ltm_sklearn.GaussianLatentTree` with its defaults
         (structure, components and Yeo-Johnson margins chosen by BIC; ``tree`` when
-        given; ``tol`` and ``random_state`` passed on), fitted into
-        ``gaussian_model_``; continuous columns only. ``"auto"``: the form of larger
-        held-out log-likelihood (``hidden_scores_``) on an 80/20 split of the training
-        rows (the split of ``structure="auto"``), both forms fitted on the 80%, the
-        chosen one re-fitted on all rows; with a categorical column only the discrete
-        form applies and is fitted directly, and so is it on fewer than 10 rows (too few
-        to hold out). Follow linear dependence between columns with ``"gaussian"``,
-        clusters and non-Gaussian shapes with ``"discrete"``. Measured on 70/30 splits of
-        the six bundled numeric tables, ``"auto"`` chose the Gaussian form on each and
-        gained 0.38-26.4 nats per row of test log-likelihood over ``"discrete"`` (wine
-        1.91, pima 2.16, breast cancer 24.2, wdbc 26.4, magic 0.38, segment 22.0), for 2.5-7
-        times the fit. In
+        given; ``max_iter``, ``tol``, ``n_jobs``, ``random_state`` and ``verbose`` passed
+        on), fitted into ``gaussian_model_``; continuous columns only. ``"auto"``: the
+        form of larger held-out log-likelihood (``hidden_scores_``) on an 80/20 split of
+        the training rows (the split of ``structure="auto"``), both forms fitted on the
+        80%, the chosen one re-fitted on all rows; with a categorical column only the
+        discrete form applies and is fitted directly, and so is it on fewer than 10 rows
+        (too few to hold out), with ``max_iter=0`` (the moment estimate) and with a given
+        ``bandwidth`` or ``bandwidth_scale`` (the kernel model's own). Follow
+        linear dependence between columns with ``"gaussian"``, clusters and non-Gaussian
+        shapes with ``"discrete"``. Measured on 70/30 splits of the six bundled numeric
+        tables, ``"auto"`` chose the Gaussian form on each and gained 0.38-26.4 nats per
+        row of test log-likelihood over ``"discrete"`` (wine 1.91, pima 2.16, breast
+        cancer 24.2, wdbc 26.4, magic 0.38, segment 22.0), for 2.5-7 times the fit. In
         :class:`~ltm_sklearn.LatentTreeClassifier` ``"auto"`` is decided once for all
         classes, by out-of-fold log-loss (a density that fits each class best can be an
         overconfident classifier).

@@ -52,13 +52,29 @@ def answered_by_gaussian_form(method):
 
 class GaussianFormMixin:
     """The choice of the form and the fit of the Gaussian one, for
-    :class:`~ltm_sklearn.KernelLatentTree` (parameters ``hidden``, ``tree``, ``tol``,
-    ``random_state``, ``categorical_features``)."""
+    :class:`~ltm_sklearn.KernelLatentTree` (parameters ``hidden``, ``tree``,
+    ``max_iter``, ``tol``, ``n_jobs``, ``random_state``, ``verbose``, ``bandwidth``,
+    ``bandwidth_scale``, ``categorical_features``)."""
 
     def _choose_form(self, X, sample_weight):
-        """``(form, held-out scores of the forms)``: ``hidden``, the discrete form on a
-        table with categorical columns, or with ``"auto"`` the better held-out
-        log-likelihood (:meth:`_form_scores`; ties: discrete)."""
+        """``(form, held-out scores of the forms)``: :meth:`_fixed_form`, or with
+        ``"auto"`` the better held-out log-likelihood (:meth:`_form_scores`; ties:
+        discrete)."""
+        form = self._fixed_form(X)
+        if form is not None:
+            return form, {}
+        scores = self._form_scores(X, sample_weight)
+        if scores is None:  # too few rows to hold any out
+            return "discrete", {}
+        better = scores["gaussian"] > scores["discrete"] + TIE_TOL
+        return ("gaussian" if better else "discrete"), scores
+
+    def _fixed_form(self, X):
+        """The form of the hidden variables on ``X`` when no held-out choice is needed:
+        ``hidden`` itself, or with ``"auto"`` the discrete form for a table with a
+        categorical column, with ``max_iter=0`` (the moment estimate) or with a given
+        ``bandwidth`` or ``bandwidth_scale`` (the kernel model asked for); ``None`` when
+        ``"auto"`` has to choose."""
         categorical = np.flatnonzero(categorical_mask(X, self.categorical_features))
         if self.hidden == "gaussian" and categorical.size:
             names = [str(c) for c in X.columns[categorical]] if hasattr(X, "columns") else None
@@ -67,18 +83,17 @@ class GaussianFormMixin:
                 f"{names or categorical.tolist()} are categorical: use hidden='discrete', or "
                 "hidden='auto' (which keeps the discrete form on mixed tables)."
             )
-        if self.hidden == "discrete" or categorical.size:
-            return "discrete", {}
-        if self.hidden == "gaussian":
-            return "gaussian", {}
-        scores = self._form_scores(X, sample_weight)
-        if scores is None:  # too few rows to hold any out
-            return "discrete", {}
-        better = scores["gaussian"] > scores["discrete"] + TIE_TOL
-        return ("gaussian" if better else "discrete"), scores
+        if self.hidden != "auto":
+            return self.hidden
+        kernel_asked = self.bandwidth is not None or self.bandwidth_scale is not None
+        if categorical.size or self.max_iter == 0 or kernel_asked:
+            return "discrete"
+        return None
 
     def _gaussian_estimator(self, tree=None):
-        """The Gaussian form (unfitted): its own defaults, ``tree`` when given."""
+        """The Gaussian form (unfitted): its own structure, components and margins chosen
+        by BIC; ``tree`` when given, and the EM budget, jobs, seed and verbosity of this
+        estimator."""
         return GaussianLatentTree(
             tree=tree,
             max_iter=self.max_iter,
