@@ -286,6 +286,7 @@ def test_auto_hidden_states_picks_the_number_of_hidden_states(d):
     assert max(est.n_hidden_states_scores_, key=est.n_hidden_states_scores_.get) == d
 
 
+@pytest.mark.slow  # about 3 s
 def test_auto_hidden_states_with_the_auto_structure():
     truth = GaussianLeafTreeModel.random(balanced_binary_tree(4), 2, random_state=0)
     X = truth.sample(600, random_state=1)

@@ -191,6 +191,7 @@ def test_auto_structure_picks_the_best_held_out_candidate():
     assert np.isfinite(est.score(X))
 
 
+@pytest.mark.slow  # about 4 s
 def test_auto_structure_of_a_model_whose_fits_do_not_resume():
     # the race runs its one rung at full effort; its winner is refitted on every row
     # (before, a winner still running after the rung was resumed as a discrete fit)
