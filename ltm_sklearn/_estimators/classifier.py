@@ -282,9 +282,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             low = min(self.model_scores_.values())
             # ties within TIE_TOL: the first of the order the scores are listed in
             self.model_ = next(m for m, v in self.model_scores_.items() if v <= low + TIE_TOL)
-        n_classes = len(self.classes_)
-        weights = np.bincount(y_idx, weights=sample_weight, minlength=n_classes)
-        self.class_prior_ = weights / weights.sum()
+        self.class_prior_ = self._class_prior(y_idx, sample_weight)
         if self.model_ != "per_class":
             self.joint_estimator_ = self._fit_joint(base, X, y_idx, sample_weight)
         if self.model_ != "joint":
@@ -427,15 +425,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             shared["hidden"] = self.hidden_
         if "n_hidden_states" in shared:
             self.n_hidden_states_ = shared["n_hidden_states"]
-        _, self.estimators_ = self._fit_classes(base, shared, X, y_idx, sample_weight)
-
-    def _fit_classes(self, base, shared, X, y_idx, sample_weight):
-        """``(class prior, fitted class models)`` of the rows ``X`` with classes
-        ``y_idx``."""
         jobs = self._class_jobs(base, shared, X, y_idx, sample_weight)
-        return self._class_prior(y_idx, sample_weight), [_fit_class_model(*j) for j in jobs]
+        self.estimators_ = [_fit_class_model(*job) for job in jobs]
 
     def _class_prior(self, y_idx, sample_weight):
+        """Weighted class frequencies of the rows with classes ``y_idx``."""
         weights = np.bincount(y_idx, weights=sample_weight, minlength=len(self.classes_))
         return weights / weights.sum()
 
@@ -559,7 +553,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             self.independence_score_ = mean(losses[-1])
         # k' up to the training rows of the smallest class; with the independence model
         # at hand, of the smallest class of 5 rows or more (a smaller class gets that
-        # model when k' exceeds its rows, see _fit_classes, instead of holding every
+        # model when k' exceeds its rows, see _class_jobs, instead of holding every
         # class down to naive Bayes)
         counts = [np.bincount(y_idx[train], minlength=len(self.classes_)) for train, _ in folds]
         if independence is not None:
