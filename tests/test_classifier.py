@@ -384,6 +384,27 @@ def test_model_select_keeps_the_model_of_lowest_out_of_fold_log_loss():
     np.testing.assert_allclose(clf.predict_proba(X[:30]), same.predict_proba(X[:30]))
 
 
+def test_classifier_auto_keeps_the_class_models_of_its_choice_and_their_warnings():
+    """The class models fitted on every row during the choice are the final ones: each
+    equals a fit of its class's rows with the chosen k', and the warnings of those fits
+    reach the user's line. The folds' fits use the structure each class model chose."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, _, _ = two_class_data(n_per_class=500)
+    base = SpectralLatentTree(max_iter=4, n_members=1, random_state=0)
+    clf = LatentTreeClassifier(base, model="per_class", n_hidden_states="auto", n_jobs=1)
+    with pytest.warns(ConvergenceWarning) as record:
+        clf.fit(X, y)
+    assert {w.filename for w in record if w.category is ConvergenceWarning} == {__file__}
+    assert "structure" not in clf.class_params_
+    for label, model in zip(clf.classes_, clf.estimators_):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            again = clone(base).set_params(**clf.class_params_).fit(X[y == label])
+        assert model.structure_ == again.structure_
+        np.testing.assert_array_equal(model.score_samples(X), again.score_samples(X))
+
+
 @pytest.mark.slow  # starts worker processes
 def test_classifier_auto_gives_the_same_models_in_worker_processes_or_here():
     X, y, _, _ = two_class_data(n_per_class=100)

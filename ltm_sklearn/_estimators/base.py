@@ -68,6 +68,7 @@ from .._engine.encoding import CategoricalEncoder, declared_categories
 from .._engine.inference import CodeEvidence, log_likelihood
 from .._engine.moments import MomentEstimator
 from .._engine.tree import LatentTree, canonical_root
+from .._engine.user_frames import user_stacklevel
 from .._sources.distributed import dask_moments
 from .auto_fit import select_model
 from .candidates import CandidateTask, run_tasks, task_seed
@@ -159,9 +160,6 @@ class BaseLatentTree(
         ``moments``: the estimator's own algorithm."""
 
     # ------------------------------------------------------------------ validation
-    #: frames from the warning in ``fit`` up to the caller of ``fit``
-    _warning_stacklevel = 3
-
     #: numpy dtype kinds of DataFrame columns the estimator reads
     _allowed_kinds = "biufOSUb"
 
@@ -232,7 +230,7 @@ class BaseLatentTree(
                 self.feature_names_in_ = np.asarray(names, dtype=object)
             self.n_features_in_ = len(moments.n_states)
             self.categories_ = self._encoder.categories_
-            self._fit_moments(moments, self._warning_stacklevel)
+            self._fit_moments(moments)
             return self
         declared = declared_categories(X)
         X = self._validate_X(X, reset=True)
@@ -241,10 +239,10 @@ class BaseLatentTree(
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
         codes = self._fit_encoding(X, declared, sample_weight)
         moments = self._moments(codes, sample_weight)
-        self._fit_moments(moments, self._warning_stacklevel)
+        self._fit_moments(moments)
         return self
 
-    def _fit_moments(self, moments, stacklevel):
+    def _fit_moments(self, moments):
         """Everything after the encoding: ``k'`` and the tree (given, learned or selected)
         and the explicit parameters, from ``moments``."""
         self.unseen_proba_ = self._unseen_proba(moments)
@@ -313,14 +311,14 @@ class BaseLatentTree(
             self.n_members_ = len(fits)
         else:
             fitted = self._fit_parameters(self.tree_, parameters, rng, second_start=True)
-            fitted = self._fit_members(fitted, parameters, rng, stacklevel)
+            fitted = self._fit_members(fitted, parameters, rng)
         self._set_fitted(fitted)
         if not fitted.converged:
             warnings.warn(
                 f"EM did not converge in max_iter={self.max_iter} iterations (tol="
                 f"{self.tol}); increase max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=stacklevel + 1,
+                stacklevel=user_stacklevel(),
             )
 
     def _refit_iterations(self, moments, choice):
@@ -345,7 +343,7 @@ class BaseLatentTree(
         more.n_iter += fit.n_iter
         return more
 
-    def _fit_members(self, fitted, moments, rng, stacklevel):
+    def _fit_members(self, fitted, moments, rng):
         """``n_members`` EM fits averaged into one model
         (:func:`~ltm_sklearn._algorithms.em.average_members`): ``fitted`` and
         ``n_members - 1`` more on the same tree, from random starts; sets
@@ -366,7 +364,7 @@ class BaseLatentTree(
                 f"every column at a leaf; the tree of structure {self.structure_!r} has "
                 "columns at internal nodes, so one fit is kept.",
                 UserWarning,
-                stacklevel=stacklevel + 2,
+                stacklevel=user_stacklevel(),
             )
             return fitted
         fits = [fitted]

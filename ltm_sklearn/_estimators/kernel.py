@@ -422,7 +422,6 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
 
     # ------------------------------------------------------------------ data hooks
     _allowed_kinds = "biufOSUb"
-    _warning_stacklevel = 5  # fit and its validation context add two frames
 
     def _validate_X(self, X, reset):
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)

@@ -101,7 +101,7 @@ class PartialFitMixin:
         encoder, perms = self._stream.final_encoder(given, names)
         self._encoder = encoder
         self.categories_ = encoder.categories_
-        self._fit_moments(self._stream.moments(encoder, perms, self.n_jobs), 3)
+        self._fit_moments(self._stream.moments(encoder, perms, self.n_jobs))
 
     def __getattr__(self, name):
         # after partial_fit the model is built when first read
