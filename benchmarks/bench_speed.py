@@ -300,12 +300,18 @@ def report():
                 ),
             ]
         )
-    vs = []
+    vs, before_commits = [], set()
     for row in VS_ROWS:
         path = PARTS / f"vs-{row}.json"
         if not path.exists():
             continue
         p = json.loads(path.read_text())
+        before_path = PARTS / f"vs-{row}.before.json"
+        before = None
+        if before_path.exists():
+            earlier = json.loads(before_path.read_text())
+            before = earlier["ours"]
+            before_commits.add(earlier.get("commit", "?"))
         for name, r in p.items():
             if name in ("ours", "what"):
                 continue
@@ -314,6 +320,8 @@ def report():
                 [
                     row,
                     p["what"],
+                    "" if before is None else f"{before['seconds']:.2f}",
+                    "" if before is None else f"{before['test']:.4f}",
                     f"{ours['seconds']:.2f}",
                     f"{ours['test']:.4f}",
                     name,
@@ -328,10 +336,25 @@ def report():
                 "## Against what a user runs instead",
                 "",
                 "The current code, one 70/30 split per row (`--vs`); 'ratio' is our fit time "
-                "over the baseline's.",
+                "over the baseline's. 'before' is the code before the last change to the "
+                "row's path (commit "
+                + ", ".join(sorted(before_commits))
+                + "), run in the same session (`vs-<row>.before.json`: the script run from a "
+                "checkout of that commit), where it was measured.",
                 "",
                 markdown_table(
-                    ["row", "score", "ours s", "ours", "baseline", "its s", "its score", "ratio"],
+                    [
+                        "row",
+                        "score",
+                        "before s",
+                        "before",
+                        "ours s",
+                        "ours",
+                        "baseline",
+                        "its s",
+                        "its score",
+                        "ratio",
+                    ],
                     vs,
                 ),
             ]
