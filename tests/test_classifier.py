@@ -295,12 +295,30 @@ def test_model_auto_pools_a_discrete_estimator_and_keeps_per_class_otherwise():
 
 def test_pooled_posterior_is_the_mean_of_the_two_models():
     X, y, *_ = two_class_data(400)
-    pooled = LatentTreeClassifier(random_state=0).fit(X, y)
-    per_class = LatentTreeClassifier(model="per_class", random_state=0).fit(X, y)
+    pooled = LatentTreeClassifier(random_state=0, calibrate=False).fit(X, y)
+    per_class = LatentTreeClassifier(model="per_class", random_state=0, calibrate=False).fit(X, y)
     joint = LatentTreeClassifier(model="joint", random_state=0).fit(X, y)
     assert not hasattr(per_class, "joint_estimator_") and not hasattr(joint, "estimators_")
+    assert (pooled.pool_weight_, pooled.temperature_) == (0.5, 1.0)
     mean = (per_class.predict_proba(X[:50]) + joint.predict_proba(X[:50])) / 2
     np.testing.assert_allclose(pooled.predict_proba(X[:50]), mean, rtol=1e-10)
+    np.testing.assert_allclose(pooled.predict_proba(X).sum(axis=1), 1.0)
+
+
+def test_calibrated_pool_is_its_weight_and_temperature_applied_to_the_two_models():
+    """``P(c | x) = w P_T(c | x) + (1 - w) P_joint(c | x)`` with ``P_T ∝ P(c) p(x |
+    c)^(1 / T)``, from the fitted ``pool_weight_`` and ``temperature_``; rows sum to 1."""
+    X, y, *_ = two_class_data(400)
+    pooled = LatentTreeClassifier(random_state=0).fit(X, y)
+    joint = LatentTreeClassifier(model="joint", random_state=0).fit(X, y)
+    w, T = pooled.pool_weight_, pooled.temperature_
+    assert 0.0 <= w <= 1.0 and T >= 1.0
+    assert set(pooled.calibration_scores_) == {"default", "chosen"}
+    z = np.column_stack([m.score_samples(X[:50]) for m in pooled.estimators_]) / T
+    z += np.log(pooled.class_prior_)
+    per = np.exp(z - logsumexp(z, axis=1, keepdims=True))
+    expected = w * per + (1 - w) * joint.predict_proba(X[:50])
+    np.testing.assert_allclose(pooled.predict_proba(X[:50]), expected, rtol=1e-10)
     np.testing.assert_allclose(pooled.predict_proba(X).sum(axis=1), 1.0)
 
 

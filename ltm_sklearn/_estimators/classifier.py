@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
@@ -22,11 +22,13 @@ from sklearn.utils.validation import (
 )
 
 from .._engine.encoding import declared_categories
+from .._engine.row_keys import holdout_weights
 from .._engine.threads import block_threads
 from .._engine.user_frames import user_stacklevel
 from .base import BaseLatentTree
+from .calibration import choose_pool, pooled_log_posterior, tempered_log_posterior
 from .kernel import KernelLatentTree
-from .selection import TIE_TOL, paired_se
+from .selection import TIE_TOL, VALIDATION_SHARE, paired_se
 from .sklearn_internals import (
     HasMethods,
     Interval,
@@ -210,6 +212,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "model": [StrOptions({"auto", "pooled", "per_class", "joint", "select"})],
         "shared_tree": ["boolean"],
         "n_hidden_states": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
+        "calibrate": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
     }
@@ -221,6 +224,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         model="auto",
         shared_tree=False,
         n_hidden_states=None,
+        calibrate=True,
         random_state=None,
         n_jobs=None,
     ):
@@ -228,6 +232,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.model = model
         self.shared_tree = shared_tree
         self.n_hidden_states = n_hidden_states
+        self.calibrate = calibrate
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -291,8 +296,15 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.class_prior_ = self._class_prior(y_idx, sample_weight)
         if self.model_ != "per_class":
             self.joint_estimator_ = self._fit_joint(base, X, y_idx, sample_weight)
+        self.pool_weight_ = {"per_class": 1.0, "pooled": 0.5, "joint": 0.0}[self.model_]
+        self.temperature_ = 1.0
         if self.model_ != "joint":
-            self._fit_per_class(base, X, y_idx, sample_weight, declared)
+            shared, scores = self._fit_per_class(base, X, y_idx, sample_weight, declared)
+            if self.calibrate:
+                default = (self.pool_weight_, self.temperature_)
+                (self.pool_weight_, self.temperature_), self.calibration_scores_ = self._calibrate(
+                    base, shared, X, y_idx, sample_weight, scores, default
+                )
         elif self.n_hidden_states not in (None, "auto"):
             self.n_hidden_states_ = int(self.n_hidden_states)
         return self
@@ -310,7 +322,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             X_train, X_val = safe_indexing(X, train), safe_indexing(X, val)
             log_proba = {}
             for model in ("per_class", "joint"):
-                part = clone(self).set_params(model=model)
+                # the chosen model is calibrated afterwards (on its own held-out rows)
+                part = clone(self).set_params(model=model, calibrate=False)
                 part.fit(X_train, y[train], sample_weight=sample_weight[train])
                 # columns in the order of this fit's classes (a class absent from the
                 # training fold gets probability 0)
@@ -388,9 +401,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         est = clone(base).set_params(**params)
         return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
 
-    def _joint_log_proba(self, X):
-        """``log P(c | x)`` of the joint model, columns in the order of ``classes_``."""
-        est = self.joint_estimator_
+    def _joint_log_proba(self, X, est=None):
+        """``log P(c | x)`` of the joint model (``est``, default ``joint_estimator_``),
+        columns in the order of ``classes_``."""
+        est = self.joint_estimator_ if est is None else est
         d = len(est.categories_) - 1
         Z = self._with_label(X, np.zeros(len(X), dtype=np.int64))  # the class is ignored
         proba = est.conditional_proba(Z, target=d)
@@ -398,7 +412,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return np.log(proba)
 
     def _fit_per_class(self, base, X, y_idx, sample_weight, declared):
-        """The per-class models (``n_hidden_states="auto"`` chooses them first)."""
+        """The per-class models (``n_hidden_states="auto"`` chooses them first); returns
+        the parameters set on every class model and, when the choice of ``k'`` made them,
+        the chosen models' out-of-fold scores (an :class:`_OutOfFold`, else ``None``)."""
         shared = {}
         if isinstance(base.get_params().get("categories"), str):
             shared = base._shared_encoding(X, declared)
@@ -412,7 +428,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             shared["hidden"] = "discrete"  # k' is chosen for the discrete form
             # under 10 rows to hold out, the discrete form (as the estimator keeps it)
             choose_form = _held_out_rows(y_idx).size >= 10
-        folds = loss = fitted = None
+        folds = loss = fitted = scores = None
         if self.n_hidden_states == "auto" or choose_form:
             if self.n_hidden_states == "auto":
                 what = ("n_hidden_states='auto'", "Pass an integer n_hidden_states.")
@@ -420,7 +436,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 what = ("hidden='auto'", "Give the estimator hidden='discrete' or 'gaussian'.")
             folds = self._selection_folds(y_idx, *what)
         if self.n_hidden_states == "auto":
-            self.class_params_, loss, fitted = self._choose_hidden_states(
+            self.class_params_, loss, fitted, scores = self._choose_hidden_states(
                 base, shared, X, y_idx, sample_weight, folds
             )
             shared.update(self.class_params_)
@@ -429,15 +445,41 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if choose_form:
             self.hidden_ = self._choose_form(base, shared, X, y_idx, sample_weight, folds, loss)
             shared["hidden"] = self.hidden_
+            if self.hidden_ != "discrete":
+                scores = None  # the chosen candidate's scores are those of the discrete form
         if "n_hidden_states" in shared:
             self.n_hidden_states_ = shared["n_hidden_states"]
         if fitted is not None and shared.get("hidden", "discrete") == "discrete":
             # the chosen candidate's models on every row, fitted during the choice with
             # these parameters: their warnings now reach the user's filters
             self.estimators_ = [_replay(model, caught) for model, caught in fitted]
-            return
-        jobs = self._class_jobs(base, shared, X, y_idx, sample_weight)
-        self.estimators_ = [_fit_class_model(*job) for job in jobs]
+        else:
+            jobs = self._class_jobs(base, shared, X, y_idx, sample_weight)
+            self.estimators_ = [_fit_class_model(*job) for job in jobs]
+        return shared, scores
+
+    def _calibrate(self, base, shared, X, y_idx, sample_weight, scores, default):
+        """``calibrate=True``: ``((pool_weight_, temperature_), calibration_scores_)``
+        by :func:`~.calibration.choose_pool` on held-out rows: those of ``scores`` (the
+        per-class model's out-of-fold scores of the choice of ``k'``), else those of
+        :meth:`_calibration_split` with the models (``base`` + ``shared`` per class, and
+        the joint model of the pool) fitted on the rest. Under 10 rows to hold out:
+        ``default``."""
+        if self.model_ == "pooled" or scores is None:
+            fold = self._calibration_split(X, y_idx, sample_weight)
+            if fold is None:
+                return default, {}
+            scores = self._out_of_fold(base, shared, {}, [fold], X, y_idx, sample_weight)
+        joint = None
+        if self.model_ == "pooled":
+            train, val, w_train, _ = fold
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a trial fit: the final fit warns
+                est = self._fit_joint(base, safe_indexing(X, train), y_idx[train], w_train)
+            joint = self._joint_log_proba(safe_indexing(X, val), est)
+        return choose_pool(
+            scores.log_likelihood, scores.log_prior, joint, scores.y, scores.weights, default
+        )
 
     def _class_prior(self, y_idx, sample_weight):
         """Weighted class frequencies of the rows with classes ``y_idx``."""
@@ -518,29 +560,56 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             folds.append((np.setdiff1d(np.arange(len(y_idx)), val), val))
         return folds
 
-    def _out_of_fold_loss(
-        self, base, shared, params, folds, X, y_idx, sample_weight, per_class=None
-    ):
-        """Log-loss of every held-out row of ``folds`` with the class models ``base`` +
-        ``shared`` + ``params`` (+ ``per_class``, see :meth:`_class_jobs`) fitted on the
-        rest (the fits of every fold side by side, see :meth:`_run_trial_fits`)."""
+    def _out_of_fold(self, base, shared, params, folds, X, y_idx, sample_weight, per_class=None):
+        """The class log-likelihoods of every held-out row of ``folds`` under the class
+        models ``base`` + ``shared`` + ``params`` (+ ``per_class``, see
+        :meth:`_class_jobs`) fitted on the rest (the fits of every fold side by side,
+        see :meth:`_run_trial_fits`): an :class:`_OutOfFold`. A fold is ``(train,
+        held_out)`` rows, or ``(train, held_out, their weights, their weights)`` when it
+        splits the rows' weights (:meth:`_calibration_split`)."""
         params = dict(shared, **params)
+        folds = [
+            f if len(f) == 4 else (*f, sample_weight[f[0]], sample_weight[f[1]]) for f in folds
+        ]
         jobs, priors = [], []
-        for train, _ in folds:
+        for train, _, w_train, _ in folds:
             X_train, y_train = safe_indexing(X, train), y_idx[train]
-            part = self._class_jobs(base, params, X_train, y_train, sample_weight[train], per_class)
+            part = self._class_jobs(base, params, X_train, y_train, w_train, per_class)
             jobs.extend(part)
-            priors.append(self._class_prior(y_idx[train], sample_weight[train]))
+            priors.append(self._class_prior(y_train, w_train))
         models = iter(self._run_trial_fits(jobs))
-        out = []
-        for (_, val), prior in zip(folds, priors):
+        log_lik, log_prior = [], []
+        for (_, val, _, _), prior in zip(folds, priors):
             X_val = safe_indexing(X, val)
             fold_models = [next(models) for _ in self.classes_]
-            joint = np.column_stack([m.score_samples(X_val) for m in fold_models])
-            joint += np.log(prior)
-            log_post = joint - logsumexp(joint, axis=1, keepdims=True)
-            out.append(-log_post[np.arange(len(val)), y_idx[val]])
-        return np.concatenate(out)
+            log_lik.append(np.column_stack([m.score_samples(X_val) for m in fold_models]))
+            with np.errstate(divide="ignore"):  # a class absent from the fold's training
+                log_prior.append(np.broadcast_to(np.log(prior), log_lik[-1].shape))
+        rows = np.concatenate([f[1] for f in folds])
+        weights = np.concatenate([f[3] for f in folds])
+        return _OutOfFold(np.vstack(log_lik), np.vstack(log_prior), y_idx[rows], weights)
+
+    def _calibration_split(self, X, y_idx, sample_weight):
+        """The fold of ``calibrate=True``: about a fifth of the weight of every row held
+        out, by keys of the row's values and class
+        (:func:`~ltm_sklearn._engine.row_keys.holdout_weights`), so that a row of weight 3
+        is split as three copies of it are, in any order of the rows. A class of under 5
+        rows (by weight), or one left without training weight, stays whole in training.
+        ``None`` when under 10 rows (by weight) are held out."""
+        frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=object))
+        row_keys = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+        values = np.vstack([row_keys.view(np.int64), y_idx.astype(np.int64)])
+        seed = self.random_state if isinstance(self.random_state, Integral) else 0
+        held, train, _ = holdout_weights(values, sample_weight, VALIDATION_SHARE, seed)
+        for c in range(len(self.classes_)):
+            rows = y_idx == c
+            if sample_weight[rows].sum() < 5 or train[rows].sum() <= 0:
+                train[rows] += held[rows]
+                held[rows] = 0.0
+        if held.sum() < 10:
+            return None
+        train_rows, val_rows = np.flatnonzero(train > 0), np.flatnonzero(held > 0)
+        return train_rows, val_rows, train[train_rows], held[val_rows]
 
     def _choose_hidden_states(self, base, shared, X, y_idx, sample_weight, folds):
         """``n_hidden_states="auto"``: the class models' parameters by out-of-fold
@@ -548,8 +617,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``n_hidden_states_scores_`` and ``independence_score_``."""
         w_val = sample_weight[np.concatenate([val for _, val in folds])]
 
-        def losses_of(params, per_class=None):
-            return self._out_of_fold_loss(
+        def scores_of(params, per_class=None):
+            return self._out_of_fold(
                 base, shared, params, folds, X, y_idx, sample_weight, per_class
             )
 
@@ -561,11 +630,12 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         # candidates from the simplest: the independence model, then the estimator's own
         # structure at k' = 1, 2, 3, 4, 6, ... while the log-loss improves beyond noise
-        candidates, losses = [], []
+        candidates, losses, scored = [], [], []
         independence = self._independence_candidate(base)
         if independence is not None:
             candidates.append(independence)
-            losses.append(losses_of(independence))
+            scored.append(scores_of(independence))
+            losses.append(scored[-1].losses())
             self.independence_score_ = mean(losses[-1])
         # k' up to the training rows of the smallest class; with the independence model
         # at hand, of the smallest class of 5 rows or more (a smaller class gets that
@@ -584,7 +654,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             # then fit one structure each instead of racing them all
             jobs = self._class_jobs(base, dict(shared, **params), X, y_idx, sample_weight)
             fitted = self._run_trial_fits(jobs, record=True)
-            loss = losses_of(params, self._chosen_structures(base, shared, fitted))
+            scored.append(scores_of(params, self._chosen_structures(base, shared, fitted)))
+            loss = scored[-1].losses()
             scores[k] = mean(loss)
             candidates.append(params)
             losses.append(loss)
@@ -597,7 +668,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         means = [mean(loss) for loss in losses]
         low = min(means)
         chosen = next(i for i, m in enumerate(means) if m <= low + TIE_TOL)
-        return candidates[chosen], losses[chosen], models[chosen]
+        return candidates[chosen], losses[chosen], models[chosen], scored[chosen]
 
     def _chosen_structures(self, base, shared, fitted):
         """Per class, ``{"structure": name}`` of the structure that its model
@@ -618,7 +689,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
         def loss_of(form):
             params = {"hidden": form}
-            return self._out_of_fold_loss(base, shared, params, folds, X, y_idx, sample_weight)
+            return self._out_of_fold(base, shared, params, folds, X, y_idx, sample_weight).losses()
 
         losses = {
             "discrete": loss_of("discrete") if discrete_loss is None else discrete_loss,
@@ -635,21 +706,16 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return X
         return validate_data(self, X, dtype=None, ensure_all_finite="allow-nan", reset=False)
 
-    def _per_class_log_proba(self, X):
-        """``log P(c | x)`` of the per-class models (Bayes' rule)."""
-        joint = np.column_stack([est.score_samples(X) for est in self.estimators_])
-        joint += np.log(self.class_prior_)
-        return joint - logsumexp(joint, axis=1, keepdims=True)
-
     def predict_log_proba(self, X):
         """Log class posteriors ``log P(c | x)``, columns in the order of ``classes_``."""
         X = self._validated(X)
-        if self.model_ == "per_class":
-            return self._per_class_log_proba(X)
         if self.model_ == "joint":
             return self._joint_log_proba(X)
-        # the pool: log of the mean of the two posteriors
-        return np.logaddexp(self._per_class_log_proba(X), self._joint_log_proba(X)) - np.log(2)
+        log_lik = np.column_stack([est.score_samples(X) for est in self.estimators_])
+        joint = self._joint_log_proba(X) if self.pool_weight_ < 1 else None
+        return pooled_log_posterior(
+            log_lik, np.log(self.class_prior_), joint, self.pool_weight_, self.temperature_
+        )
 
     def predict_proba(self, X):
         """Class posteriors ``P(c | x)``; rows sum to 1."""
@@ -714,3 +780,19 @@ def _held_out_rows(y_idx):
     (a smaller class keeps every row for training)."""
     counts = np.bincount(y_idx)
     return np.flatnonzero(np.isin(y_idx, np.flatnonzero(counts >= 5)))
+
+
+class _OutOfFold(NamedTuple):
+    """Out-of-fold class log-likelihoods of held-out rows: ``log_likelihood`` and
+    ``log_prior`` of shape (n_rows, n_classes), the rows' class indices ``y`` and
+    weights."""
+
+    log_likelihood: np.ndarray
+    log_prior: np.ndarray
+    y: np.ndarray
+    weights: np.ndarray
+
+    def losses(self, temperature=1.0):
+        """``-log P(y | x)`` of every row, by Bayes' rule at ``temperature``."""
+        log_post = tempered_log_posterior(self.log_likelihood, self.log_prior, temperature)
+        return -log_post[np.arange(len(self.y)), self.y]
