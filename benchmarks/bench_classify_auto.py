@@ -30,8 +30,10 @@ def run(name):
     X, y = load(name)
     categories = CategoricalEncoder().fit(X).categories_
     models = {
-        "auto": lambda: LatentTreeClassifier(n_hidden_states="auto", random_state=0),
-        "one": lambda: LatentTreeClassifier(n_hidden_states=1),
+        "auto": lambda: LatentTreeClassifier(
+            n_hidden_states="auto", random_state=0, calibrate=False
+        ),
+        "one": lambda: LatentTreeClassifier(n_hidden_states=1, calibrate=False),
         "CategoricalNB": lambda: categorical_nb(categories),
     }
     losses = {m: [] for m in models}

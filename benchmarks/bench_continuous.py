@@ -393,7 +393,7 @@ def run_table(name, quick=False):
         y_te = np.searchsorted(classes, y[te])
         for label, params in OURS.items():
             est = KernelLatentTree(res["k"][label][-1], random_state=0, **params)
-            clf = LatentTreeClassifier(est, shared_tree=True).fit(A, y[tr])
+            clf = LatentTreeClassifier(est, shared_tree=True, calibrate=False).fit(A, y[tr])
             lp = np.log(np.clip(clf.predict_proba(B), 1e-300, None))
             add("acc", label, np.mean(lp.argmax(axis=1) == y_te))
             add("logloss", label, log_loss(lp, y_te))
@@ -479,7 +479,9 @@ def run_gaussian(name, quick=False):
                     pred = est.conditional_mean(Q.iloc[rows].to_numpy(float), t)
                     errs.append(np.abs(pred - Bn[rows, t]))
             add("mae", label, np.concatenate(errs).mean())
-            clf = LatentTreeClassifier(GaussianLatentTree(random_state=0, **params)).fit(An, y_tr)
+            clf = LatentTreeClassifier(
+                GaussianLatentTree(random_state=0, **params), calibrate=False
+            ).fit(An, y_tr)
             lp = np.log(np.clip(clf.predict_proba(Bn), 1e-300, None))
             add("acc", label, np.mean(lp.argmax(axis=1) == y_te))
             add("logloss", label, log_loss(lp, y_te))
@@ -526,7 +528,7 @@ def run_forms(name, k_per_fold, quick=False):
             classes, y_tr = np.unique(y[tr], return_inverse=True)
             y_te = np.searchsorted(classes, y[te])
             clf = LatentTreeClassifier(
-                KernelLatentTree(k, random_state=0, **params), shared_tree=True
+                KernelLatentTree(k, random_state=0, **params), shared_tree=True, calibrate=False
             ).fit(A, y_tr)
             lp = np.log(np.clip(clf.predict_proba(B), 1e-300, None))
             add("acc", label, np.mean(lp.argmax(axis=1) == y_te))
@@ -562,7 +564,7 @@ def run_classification(name, quick=False):
         classes, y_tr = np.unique(y[tr], return_inverse=True)
         y_te = np.searchsorted(classes, y[te])
         kernel = KernelLatentTree(structure="me", hidden="discrete", random_state=0)
-        clf = LatentTreeClassifier(kernel, shared_tree=True)
+        clf = LatentTreeClassifier(kernel, shared_tree=True, calibrate=False)
         search = GridSearchCV(
             clf, {"estimator__n_hidden_states": [1, 2, 4]}, cv=3, scoring="neg_log_loss"
         ).fit(A, y[tr])

@@ -68,10 +68,16 @@ def main():
     record("kernel wine gaussian", kernel_model("gaussian"), wine)
     record("kernel wine auto-form", kernel_model("auto"), wine)
     record("kernel mixed", kernel_model("discrete"), mixed)
-    record("classifier breast", LatentTreeClassifier(random_state=0), breast, y_breast)
+    record(
+        "classifier breast",
+        LatentTreeClassifier(random_state=0, calibrate=False),
+        breast,
+        y_breast,
+    )
+    record("classifier breast calibrated", LatentTreeClassifier(random_state=0), breast, y_breast)
     record(
         "classifier mixed kernel",
-        LatentTreeClassifier(kernel_model("discrete")),
+        LatentTreeClassifier(kernel_model("discrete"), calibrate=False),
         mixed,
         y_mixed,
     )
