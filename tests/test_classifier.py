@@ -39,7 +39,7 @@ def two_class_data(n_per_class=3000, seed=0):
 
 def test_classifier_follows_scikit_learn_conventions():
     X, y, tree, _ = two_class_data(500)
-    clf = LatentTreeClassifier(SpectralLatentTree(2, tree=tree)).fit(X, y)
+    clf = LatentTreeClassifier(SpectralLatentTree(2, tree=tree), calibrate=False).fit(X, y)
     assert is_classifier(clf) and not is_classifier(SpectralLatentTree())
     assert SpectralLatentTree().__sklearn_tags__().estimator_type == "density_estimator"
     # score is the accuracy, so cross_val_score without scoring= measures accuracy
@@ -73,7 +73,7 @@ def test_classifier_roc_auc_and_scorers():
 
 def test_pickle_round_trip_gives_identical_scores():
     X, y, tree, _ = two_class_data(500)
-    clf = LatentTreeClassifier(SpectralLatentTree(2, random_state=0)).fit(X, y)
+    clf = LatentTreeClassifier(SpectralLatentTree(2, random_state=0), calibrate=False).fit(X, y)
     back = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
     est = clf.estimators_[0]
@@ -280,37 +280,33 @@ def test_classifier_form_choice_keeps_the_discrete_form_on_too_few_rows():
 
 # ---------------------------------------------- the joint model, the pool, small classes
 def test_model_auto_pools_a_discrete_estimator_and_keeps_per_class_otherwise():
-    X, y, *_ = two_class_data(400)
-    assert LatentTreeClassifier(random_state=0).fit(X, y).model_ == "pooled"
+    X, y, *_ = two_class_data(200)
+    assert LatentTreeClassifier(random_state=0, calibrate=False).fit(X, y).model_ == "pooled"
     given = SpectralLatentTree(2, tree=balanced_binary_tree(8))
-    assert LatentTreeClassifier(given).fit(X, y).model_ == "per_class"
+    assert LatentTreeClassifier(given, calibrate=False).fit(X, y).model_ == "per_class"
     with pytest.raises(ValueError, match="given tree"):
         LatentTreeClassifier(given, model="joint").fit(X, y)
     categories = [sorted(set(X[:, j])) for j in range(X.shape[1])]
     listed = SpectralLatentTree(2, categories=categories)
-    assert LatentTreeClassifier(listed).fit(X, y).model_ == "per_class"
+    assert LatentTreeClassifier(listed, calibrate=False).fit(X, y).model_ == "per_class"
     with pytest.raises(ValueError, match="discrete estimator"):
         LatentTreeClassifier(KernelLatentTree(), model="pooled").fit(X.astype(float), y)
 
 
-def test_pooled_posterior_is_the_mean_of_the_two_models():
-    X, y, *_ = two_class_data(400)
-    pooled = LatentTreeClassifier(random_state=0, calibrate=False).fit(X, y)
+def test_pool_is_its_weight_and_temperature_applied_to_the_two_models():
+    """``P(c | x) = w P_T(c | x) + (1 - w) P_joint(c | x)`` with ``P_T ∝ P(c) p(x |
+    c)^(1 / T)``: the mean of the two models' posteriors with ``calibrate=False``, the
+    fitted ``pool_weight_`` and ``temperature_`` otherwise; rows sum to 1."""
+    X, y, *_ = two_class_data(200)
     per_class = LatentTreeClassifier(model="per_class", random_state=0, calibrate=False).fit(X, y)
     joint = LatentTreeClassifier(model="joint", random_state=0).fit(X, y)
     assert not hasattr(per_class, "joint_estimator_") and not hasattr(joint, "estimators_")
-    assert (pooled.pool_weight_, pooled.temperature_) == (0.5, 1.0)
-    mean = (per_class.predict_proba(X[:50]) + joint.predict_proba(X[:50])) / 2
-    np.testing.assert_allclose(pooled.predict_proba(X[:50]), mean, rtol=1e-10)
-    np.testing.assert_allclose(pooled.predict_proba(X).sum(axis=1), 1.0)
+    mean = LatentTreeClassifier(random_state=0, calibrate=False).fit(X, y)
+    assert (mean.pool_weight_, mean.temperature_) == (0.5, 1.0)
+    expected = (per_class.predict_proba(X[:50]) + joint.predict_proba(X[:50])) / 2
+    np.testing.assert_allclose(mean.predict_proba(X[:50]), expected, rtol=1e-10)
 
-
-def test_calibrated_pool_is_its_weight_and_temperature_applied_to_the_two_models():
-    """``P(c | x) = w P_T(c | x) + (1 - w) P_joint(c | x)`` with ``P_T ∝ P(c) p(x |
-    c)^(1 / T)``, from the fitted ``pool_weight_`` and ``temperature_``; rows sum to 1."""
-    X, y, *_ = two_class_data(400)
     pooled = LatentTreeClassifier(random_state=0).fit(X, y)
-    joint = LatentTreeClassifier(model="joint", random_state=0).fit(X, y)
     w, T = pooled.pool_weight_, pooled.temperature_
     assert 0.0 <= w <= 1.0 and T >= 1.0
     assert set(pooled.calibration_scores_) == {"default", "chosen"}
@@ -319,7 +315,8 @@ def test_calibrated_pool_is_its_weight_and_temperature_applied_to_the_two_models
     per = np.exp(z - logsumexp(z, axis=1, keepdims=True))
     expected = w * per + (1 - w) * joint.predict_proba(X[:50])
     np.testing.assert_allclose(pooled.predict_proba(X[:50]), expected, rtol=1e-10)
-    np.testing.assert_allclose(pooled.predict_proba(X).sum(axis=1), 1.0)
+    for model in (mean, pooled):
+        np.testing.assert_allclose(model.predict_proba(X).sum(axis=1), 1.0)
 
 
 def test_joint_model_is_the_exact_conditional_of_one_tree_and_near_bayes():
@@ -402,6 +399,7 @@ def test_model_select_keeps_the_model_of_lowest_out_of_fold_log_loss():
     np.testing.assert_allclose(clf.predict_proba(X[:30]), same.predict_proba(X[:30]))
 
 
+@pytest.mark.slow
 def test_classifier_auto_keeps_the_class_models_of_its_choice_and_their_warnings():
     """The class models fitted on every row during the choice are the final ones: each
     equals a fit of its class's rows with the chosen k', and the warnings of those fits
