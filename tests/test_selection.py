@@ -382,22 +382,3 @@ def test_auto_learns_a_spectral_structure_once_per_metric(monkeypatch):
     assert (again.n_hidden_states_, again.structure_) == (est.n_hidden_states_, est.structure_)
     assert again.n_hidden_states_scores_ == est.n_hidden_states_scores_
     np.testing.assert_allclose(again.score_samples(X), est.score_samples(X))
-
-
-def test_selected_params_refit_the_chosen_model_without_choosing_again():
-    """``_selected_params`` names the values of the ``"auto"`` parameters only; a refit
-    with them runs no selection and keeps the choice (the classifier's calibration
-    refits rely on it)."""
-    X = LatentTreeModel.random(balanced_binary_tree(6), 2, 3, random_state=0).sample(
-        1500, random_state=0
-    )
-    est = SpectralLatentTree(random_state=0).fit(X)
-    chosen = est._selected_params()
-    assert chosen == {"structure": est.structure_, "n_members": est.n_members_}
-    again = SpectralLatentTree(random_state=0).set_params(**chosen).fit(X)
-    assert again.structure_scores_ == {} and again.structure_ == est.structure_
-    assert again.n_members_ == est.n_members_
-    auto_k = SpectralLatentTree(n_hidden_states="auto", random_state=0).fit(X)
-    assert auto_k._selected_params()["n_hidden_states"] == auto_k.n_hidden_states_
-    given = SpectralLatentTree(2, tree=est.tree_, random_state=0).fit(X)
-    assert "structure" not in given._selected_params()

@@ -556,22 +556,6 @@ class BaseLatentTree(
         """Parameters that make per-class models of a classifier share this fit's tree."""
         return {"tree": self.tree_}
 
-    def _selected_params(self):
-        """The values this fit chose for its ``"auto"`` parameters (``k'``, structure,
-        members, pseudo-count, softening), as parameters: a refit with them fits the
-        chosen model without choosing again (a classifier's calibration refits)."""
-        fitted = {
-            "n_hidden_states": self.n_hidden_states_,
-            "structure": self.structure_,
-            "n_members": self.n_members_,
-            "alpha": self.alpha_,
-            "softening": self.softening_,
-        }
-        if self.tree is not None:  # the structure of a given tree is not chosen
-            del fitted["structure"]
-        params = self.get_params()
-        return {name: v for name, v in fitted.items() if isinstance(params[name], str)}
-
     def _shared_encoding(self, X, declared):
         """Parameters that make per-class models of a classifier share one encoding,
         learned from all rows (``declared``: pandas' declared categories)."""

@@ -85,9 +85,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     time, each with more parameters than its rows pin down, give overconfident
     posteriors (temperature scaling: Guo, Pleiss, Sun & Weinberger, "On Calibration of
     Modern Neural Networks", ICML 2017); the class densities themselves are unchanged.
-    The models are refitted once on four fifths of the rows, a discrete estimator with
-    what its fit on every row chose (``k'``, structure, members) rather than choosing
-    again.
+    This costs the fits once more on four fifths of the rows.
 
     Missing entries are marginalised in every model. ``score`` is the accuracy, as for
     every scikit-learn classifier.
@@ -422,13 +420,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return {"random_state": check_random_state(self.random_state).randint(2**31 - 1)}
         return {}
 
-    def _fit_joint(self, base, X, y_idx, sample_weight, chosen=None):
-        """One density over the columns and the class index (``chosen``: parameters set
-        over the classifier's, see ``_selected_params``)."""
+    def _fit_joint(self, base, X, y_idx, sample_weight):
+        """One density over the columns and the class index."""
         params = self._seeded(base)
         if self.n_hidden_states is not None:
             params["n_hidden_states"] = self.n_hidden_states
-        params.update(chosen or {})
         est = clone(base).set_params(**params)
         return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
 
@@ -496,27 +492,17 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         :meth:`_calibration_split` with the models (``base`` + ``shared`` per class, and
         the joint model of the pool) fitted on the rest. Under 10 rows to hold out:
         ``default``."""
-        # a discrete model is refitted with what its fit on every row chose (k',
-        # structure, members, ...), without choosing again
-        discrete = isinstance(base, BaseLatentTree) and not isinstance(base, KernelLatentTree)
         if self.model_ == "pooled" or scores is None:
             fold = self._calibration_split(X, y_idx, sample_weight)
             if fold is None:
                 return default, {}
-            chosen = [m._selected_params() for m in self.estimators_] if discrete else None
-            scores = self._out_of_fold(base, shared, {}, [fold], X, y_idx, sample_weight, chosen)
+            scores = self._out_of_fold(base, shared, {}, [fold], X, y_idx, sample_weight)
         joint = None
         if self.model_ == "pooled":
             train, val, w_train, _ = fold
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # a trial fit: the final fit warns
-                est = self._fit_joint(
-                    base,
-                    safe_indexing(X, train),
-                    y_idx[train],
-                    w_train,
-                    self.joint_estimator_._selected_params(),
-                )
+                est = self._fit_joint(base, safe_indexing(X, train), y_idx[train], w_train)
             joint = self._joint_log_proba(safe_indexing(X, val), est)
         return choose_pool(
             scores.log_likelihood, scores.log_prior, joint, scores.y, scores.weights, default
