@@ -11,8 +11,9 @@ smoothing), a one-hot ``LogisticRegression`` with the default ``C`` and with ``C
 by an inner 3-fold log-loss (``LogisticRegressionCV``), and a
 ``HistGradientBoostingClassifier`` on the columns as categorical features.
 
-Mixed tables (every column): ours with ``KernelLatentTree()`` (one per class; the
-discrete form, as every mixed table has a categorical column), against
+Mixed tables (every column): ours with ``KernelLatentTree()`` - the default pool, one
+model per class, and one model over the columns and the class (declared categorical);
+the discrete form, as every mixed table has a categorical column - against
 ``LogisticRegression`` (default and tuned ``C``) on one-hot categories and standardised
 numbers, and ``HistGradientBoostingClassifier`` with native categorical columns.
 
@@ -101,8 +102,14 @@ def _mixed_models(X):
         return HistGradientBoostingClassifier(categorical_features="from_dtype", random_state=0)
 
     return {
-        "KernelLatentTree per class (default)": lambda: LatentTreeClassifier(
+        "KernelLatentTree pooled (default)": lambda: LatentTreeClassifier(
             KernelLatentTree(random_state=0), random_state=0
+        ),
+        "KernelLatentTree per class": lambda: LatentTreeClassifier(
+            KernelLatentTree(random_state=0), model="per_class", random_state=0
+        ),
+        "KernelLatentTree joint": lambda: LatentTreeClassifier(
+            KernelLatentTree(random_state=0), model="joint", random_state=0
         ),
         "LogisticRegression": lambda: _logistic(False, encoder()),
         "LogisticRegression (tuned C)": lambda: _logistic(True, encoder()),

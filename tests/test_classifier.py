@@ -10,6 +10,7 @@ import pytest
 from scipy.special import logsumexp
 from sklearn.base import clone, is_classifier
 from sklearn.linear_model import LogisticRegression
+from sklearn.mixture import GaussianMixture
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
@@ -239,7 +240,10 @@ def test_classifier_chooses_the_form_by_log_loss():
     X = np.vstack([a.sample(300, random_state=2), b.sample(300, random_state=3)])
     y = np.repeat([0, 1], 300)
     clf = LatentTreeClassifier(
-        KernelLatentTree(hidden="auto", random_state=0), shared_tree=True, random_state=0
+        KernelLatentTree(hidden="auto", random_state=0),
+        model="per_class",
+        shared_tree=True,
+        random_state=0,
     ).fit(X, y)
     # linear-Gaussian classes: the Gaussian form classifies better out of fold
     assert clf.hidden_ == "gaussian"
@@ -248,7 +252,10 @@ def test_classifier_chooses_the_form_by_log_loss():
     np.testing.assert_allclose(clf.predict_proba(X[:10]).sum(axis=1), 1.0)
     # the class models are the Gaussian form fitted directly on each class, one tree
     same = LatentTreeClassifier(
-        KernelLatentTree(hidden="gaussian", random_state=0), shared_tree=True, random_state=0
+        KernelLatentTree(hidden="gaussian", random_state=0),
+        model="per_class",
+        shared_tree=True,
+        random_state=0,
     ).fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X), same.predict_proba(X))
     bayes = np.where(b.log_likelihood(X) > a.log_likelihood(X), 1, 0)
@@ -289,8 +296,18 @@ def test_model_auto_pools_a_discrete_estimator_and_keeps_per_class_otherwise():
     categories = [sorted(set(X[:, j])) for j in range(X.shape[1])]
     listed = SpectralLatentTree(2, categories=categories)
     assert LatentTreeClassifier(listed, calibrate=False).fit(X, y).model_ == "per_class"
-    with pytest.raises(ValueError, match="discrete estimator"):
-        LatentTreeClassifier(KernelLatentTree(), model="pooled").fit(X.astype(float), y)
+    # a kernel model: the class declared categorical in its joint model
+    kernel = LatentTreeClassifier(KernelLatentTree(2, random_state=0), calibrate=False)
+    kernel.fit(X.astype(float), y)
+    assert kernel.model_ == "pooled"
+    assert kernel.joint_estimator_.is_categorical_.tolist() == [False] * X.shape[1] + [True]
+    np.testing.assert_allclose(kernel.predict_proba(X[:20].astype(float)).sum(axis=1), 1.0)
+    for fixed in (KernelLatentTree(hidden="gaussian"), KernelLatentTree(bandwidth=[1.0] * 8)):
+        assert LatentTreeClassifier(fixed)._resolve_model(fixed) == "per_class"
+        with pytest.raises(ValueError, match="per_class"):
+            LatentTreeClassifier(fixed, model="pooled").fit(X.astype(float), y)
+    with pytest.raises(ValueError, match="an estimator of this package"):
+        LatentTreeClassifier(GaussianMixture(1), model="joint").fit(X.astype(float), y)
 
 
 def test_pool_is_its_weight_and_temperature_applied_to_the_two_models():

@@ -22,6 +22,7 @@ from sklearn.utils.validation import (
 )
 
 from .._engine.encoding import declared_categories
+from .._engine.mixed_columns import categorical_mask
 from .._engine.row_keys import holdout_weights
 from .._engine.threads import block_threads
 from .._engine.user_frames import user_stacklevel
@@ -111,11 +112,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Which model gives the class posteriors (see above). ``"select"``: the one of
         lowest out-of-fold log-loss on the training rows (stratified 3-fold, about four
         times the fit; ties go to the pool), with the scores in ``model_scores_``.
-        ``"auto"``: ``"pooled"``
-        with a discrete estimator that learns its tree, ``"per_class"`` with a given
-        tree or given categories (over the columns only) or
-        :class:`~ltm_sklearn.KernelLatentTree` (whose joint model would need the class
-        declared among its column types).
+        ``"auto"``: ``"pooled"`` with an estimator of this package that learns its
+        tree (a :class:`~ltm_sklearn.KernelLatentTree`'s joint model has the class
+        declared categorical), ``"per_class"`` with a given tree, given categories or
+        bandwidths (over the columns only), ``hidden="gaussian"`` (no categorical
+        column) or another estimator.
     calibrate : bool, default=True
         Choose the temperature of the per-class posterior and the weight of the pool on
         held-out rows (see above), in ``temperature_`` and ``pool_weight_``. ``False``:
@@ -371,28 +372,34 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _resolve_model(self, base):
         """The model of ``model="auto"``, and a clear error for a joint model that the
         estimator cannot be."""
-        discrete = isinstance(base, BaseLatentTree) and not isinstance(base, KernelLatentTree)
+        ours = isinstance(base, BaseLatentTree)
         params = base.get_params()
         # the joint model's table has one more column than X: a tree given over X's
-        # columns, or their categories given one by one, do not cover it
+        # columns, or their categories or bandwidths given one by one, do not cover it
+        # (and the Gaussian form of a kernel model has no categorical column to be the
+        # class)
         learns_tree = (
             params.get("tree") is None
             and isinstance(params.get("structure"), str)
             and isinstance(params.get("categories", "auto"), str)
+            and params.get("bandwidth") is None
+            and params.get("hidden") != "gaussian"
         )
         if self.model == "auto":
-            return "pooled" if discrete and learns_tree else "per_class"
-        if self.model != "per_class" and not discrete:
+            return "pooled" if ours and learns_tree else "per_class"
+        if self.model != "per_class" and not ours:
             raise ValueError(
                 f"model={self.model!r} fits one density over the columns and the class and "
-                f"needs a discrete estimator of this package, got {type(base).__name__}; "
+                f"needs an estimator of this package, got {type(base).__name__}; "
                 "use model='per_class'."
             )
         if self.model != "per_class" and not learns_tree:
             raise ValueError(
                 f"model={self.model!r} learns a tree over the columns and the class; the "
-                "estimator has a given tree, or given categories, over the columns only. "
-                "Use model='per_class', or an estimator without them."
+                "estimator has a given tree, or given categories or bandwidths, over the "
+                "columns only, or continuous hidden variables (hidden='gaussian'), which "
+                "cannot have the class as a column. Use model='per_class', or an estimator "
+                "without them."
             )
         return self.model
 
@@ -421,10 +428,14 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return {}
 
     def _fit_joint(self, base, X, y_idx, sample_weight):
-        """One density over the columns and the class index."""
+        """One density over the columns and the class index (a kernel model gets the
+        class declared categorical: its column mask, with the class column appended)."""
         params = self._seeded(base)
         if self.n_hidden_states is not None:
             params["n_hidden_states"] = self.n_hidden_states
+        if isinstance(base, KernelLatentTree):
+            mask = categorical_mask(X, base.categorical_features)
+            params["categorical_features"] = np.append(mask, True)
         est = clone(base).set_params(**params)
         return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
 
