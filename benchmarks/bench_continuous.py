@@ -393,7 +393,9 @@ def run_table(name, quick=False):
         y_te = np.searchsorted(classes, y[te])
         for label, params in OURS.items():
             est = KernelLatentTree(res["k"][label][-1], random_state=0, **params)
-            clf = LatentTreeClassifier(est, shared_tree=True, calibrate=False).fit(A, y[tr])
+            clf = LatentTreeClassifier(
+                est, model="per_class", shared_tree=True, calibrate=False
+            ).fit(A, y[tr])
             lp = np.log(np.clip(clf.predict_proba(B), 1e-300, None))
             add("acc", label, np.mean(lp.argmax(axis=1) == y_te))
             add("logloss", label, log_loss(lp, y_te))
@@ -528,7 +530,10 @@ def run_forms(name, k_per_fold, quick=False):
             classes, y_tr = np.unique(y[tr], return_inverse=True)
             y_te = np.searchsorted(classes, y[te])
             clf = LatentTreeClassifier(
-                KernelLatentTree(k, random_state=0, **params), shared_tree=True, calibrate=False
+                KernelLatentTree(k, random_state=0, **params),
+                model="per_class",
+                shared_tree=True,
+                calibrate=False,
             ).fit(A, y_tr)
             lp = np.log(np.clip(clf.predict_proba(B), 1e-300, None))
             add("acc", label, np.mean(lp.argmax(axis=1) == y_te))
@@ -564,7 +569,7 @@ def run_classification(name, quick=False):
         classes, y_tr = np.unique(y[tr], return_inverse=True)
         y_te = np.searchsorted(classes, y[te])
         kernel = KernelLatentTree(structure="me", hidden="discrete", random_state=0)
-        clf = LatentTreeClassifier(kernel, shared_tree=True, calibrate=False)
+        clf = LatentTreeClassifier(kernel, model="per_class", shared_tree=True, calibrate=False)
         search = GridSearchCV(
             clf, {"estimator__n_hidden_states": [1, 2, 4]}, cv=3, scoring="neg_log_loss"
         ).fit(A, y[tr])

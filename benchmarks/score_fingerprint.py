@@ -77,7 +77,13 @@ def main():
     record("classifier breast calibrated", LatentTreeClassifier(random_state=0), breast, y_breast)
     record(
         "classifier mixed kernel",
-        LatentTreeClassifier(kernel_model("discrete"), calibrate=False),
+        LatentTreeClassifier(kernel_model("discrete"), model="per_class", calibrate=False),
+        mixed,
+        y_mixed,
+    )
+    record(
+        "classifier mixed kernel pooled",
+        LatentTreeClassifier(kernel_model("discrete")),
         mixed,
         y_mixed,
     )
