@@ -197,8 +197,9 @@ def test_classifier_auto_keeps_tiny_classes_in_training_and_refuses_too_few_rows
 # ------------------------------------------------------------- mixed and continuous data
 def test_classifier_on_a_mixed_table():
     X, y = load_table("australian")
-    clf = LatentTreeClassifier(KernelLatentTree(2, max_iter=30, random_state=0))
+    clf = LatentTreeClassifier(KernelLatentTree(2, max_iter=30, random_state=0), calibrate=False)
     clf.fit(X.iloc[:500], y[:500])
+    assert clf.model_ == "pooled"  # the joint model declares the class categorical
     for est in clf.estimators_:  # one encoding for all classes
         assert est.is_categorical_.tolist() == clf.estimators_[0].is_categorical_.tolist()
         for a, b in zip(est.categories_, clf.estimators_[0].categories_):
@@ -297,11 +298,14 @@ def test_model_auto_pools_a_discrete_estimator_and_keeps_per_class_otherwise():
     listed = SpectralLatentTree(2, categories=categories)
     assert LatentTreeClassifier(listed, calibrate=False).fit(X, y).model_ == "per_class"
     # a kernel model: the class declared categorical in its joint model
-    kernel = LatentTreeClassifier(KernelLatentTree(2, random_state=0), calibrate=False)
-    kernel.fit(X.astype(float), y)
+    rng = np.random.default_rng(0)
+    numbers = rng.normal(size=(120, 3)) + np.repeat([0.0, 1.0], 60)[:, None]
+    labels = np.repeat(["a", "b"], 60)
+    estimator = KernelLatentTree(2, structure="chow_liu", hidden="discrete", random_state=0)
+    kernel = LatentTreeClassifier(estimator, calibrate=False).fit(numbers, labels)
     assert kernel.model_ == "pooled"
-    assert kernel.joint_estimator_.is_categorical_.tolist() == [False] * X.shape[1] + [True]
-    np.testing.assert_allclose(kernel.predict_proba(X[:20].astype(float)).sum(axis=1), 1.0)
+    assert kernel.joint_estimator_.is_categorical_.tolist() == [False, False, False, True]
+    np.testing.assert_allclose(kernel.predict_proba(numbers).sum(axis=1), 1.0)
     for fixed in (KernelLatentTree(hidden="gaussian"), KernelLatentTree(bandwidth=[1.0] * 8)):
         assert LatentTreeClassifier(fixed)._resolve_model(fixed) == "per_class"
         with pytest.raises(ValueError, match="per_class"):
