@@ -74,6 +74,22 @@ def test_race_keeps_at_least_keep_to_the_last_rung():
     assert sorted(k for k, r in reached.items() if r == 2) == ["a", "b"]
 
 
+def test_race_without_anything_to_prune_runs_the_final_rung_at_once():
+    calls = []
+
+    def advance(keys, effort, last):
+        calls.append((tuple(keys), effort, last))
+        return [-ord(k) * effort for k in keys]
+
+    scores, reached = race(["a", "b", "c"], advance, (1, 2, 4), keep=3, batch=True)
+    assert calls == [(("a", "b", "c"), 4, True)]
+    assert reached == {"a": 2, "b": 2, "c": 2} and scores["a"] == -4 * ord("a")
+    # pruned down to keep: the survivors go to the final rung in one step
+    calls.clear()
+    race(["a", "b", "c", "d"], advance, (1, 2, 4, 8), keep=2, batch=True)
+    assert calls == [(("a", "b", "c", "d"), 1, False), (("a", "b"), 8, True)]
+
+
 def test_held_out_split_does_not_depend_on_the_order_of_the_rows():
     rng = np.random.default_rng(0)
     values = rng.integers(0, 3, size=(5, 400))

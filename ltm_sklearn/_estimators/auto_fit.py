@@ -450,8 +450,8 @@ def select_members(est, first, train_moments, moments, split, base_seed, cap, ma
     and tables within the memory budget. A start is random, or ``grown_from`` (the
     fit at the smaller ``k'`` that ``first`` grew from, ``None`` if none) with its
     states copied under fresh noise, as ``first`` was grown. For the second member the
-    two kinds race (:func:`~.selection.race`): the one whose average scores better
-    after ``cap`` iterations runs on and starts the others.
+    two kinds run side by side to the stopping rule: the one whose average scores
+    better is kept and starts the others.
 
     Measured (test log-likelihood per row): on plants (17,412 rows, k' = 48) grown
     starts kept four members (-12.47) and random ones two (-12.55: a random start
@@ -501,18 +501,11 @@ def select_members(est, first, train_moments, moments, split, base_seed, cap, ma
         if m not in sizes:
             return None
         if len(kinds) > 1 and cap < max_iter:
-            # the kinds race: the one whose average leads after the candidates' budget
-            # of iterations goes on to the stopping rule
-            tried = {}
-
-            def advance(names, effort, last):
-                batch = [task(m, c, effort, last, tried.get(c, (None,))[0]) for c in names]
-                for c, result in zip(names, run(batch)):
-                    tried[c] = result
-                return [held.mean(averaged(tried[c][1], m)) for c in names]
-
-            _, reached = race(kinds, advance, (cap, max_iter), batch=True)
-            kind = max(reached, key=lambda c: (reached[c], held.mean(averaged(tried[c][1], m))))
+            # both kinds run side by side to the stopping rule, and the one whose
+            # average scores better goes on (ties: random)
+            batch = [task(m, c, max_iter, True) for c in kinds]
+            tried = dict(zip(kinds, run(batch)))
+            kind = max(kinds, key=lambda c: held.mean(averaged(tried[c][1], m)))
             if est.verbose:
                 text = ", ".join(
                     f"{c} {held.mean(averaged(v[1], m)):.4f} after {v[0].n_iter} iterations"

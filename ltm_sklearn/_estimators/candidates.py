@@ -28,7 +28,13 @@ from .._engine.tree import LatentTree
 from .fits import FittedModel
 from .selection import TIE_TOL
 
-__all__ = ["CandidateTask", "task_seed", "run_task", "run_tasks", "early_stopping"]
+__all__ = [
+    "CandidateTask",
+    "task_seed",
+    "run_task",
+    "run_tasks",
+    "early_stopping",
+]
 
 #: EM's held-out stopping rule in a selection: a reading every ``CHECK_EVERY`` steps,
 #: stop after ``CHECK_PATIENCE`` readings without improvement
@@ -146,14 +152,17 @@ def _run_task(est, task, train, moments, held, unseen):
 def _estimated_seconds(task, n_rows):
     """Seconds the task would take in this process: its EM iterations times an E-step
     (:data:`_EDGE_SECONDS`, :data:`_MULTIPLY_ADD_SECONDS`), and the estimator's own
-    start (:data:`_START_SECONDS` per hidden node)."""
+    start (:data:`_START_SECONDS` per hidden node). With one hidden state EM stops
+    after its second step (every hidden node is constant: the first step reaches the
+    optimum)."""
     tree = task.tree
     hidden = len(tree.hidden_nodes)
     step = (tree.n_nodes - 1) * _EDGE_SECONDS + hidden * n_rows * task.k**2 * 3 * (
         _MULTIPLY_ADD_SECONDS
     )
     start = hidden * _START_SECONDS if task.start == "own" else 0.0
-    return max(task.max_iter, 1) * step + start
+    iterations = min(task.max_iter, 3) if task.k == 1 else task.max_iter
+    return max(iterations, 1) * step + start
 
 
 def _in_memory(moments):

@@ -160,7 +160,9 @@ def race(candidates, advance, rungs, keep=None, batch=False):
     Every candidate is advanced to the first rung's effort (EM iterations, say) and
     scored; the better half (at least ``keep``) goes on to the next rung, and so on: two
     candidates are only ever compared at the same effort, and the effort goes to the
-    candidates that lead.
+    candidates that lead. Once no more than ``keep`` are left (from the start, when
+    there are no more than ``keep``), no rung would prune: they go to the final rung in
+    one step, so that a batch holds all their work.
 
     Parameters
     ----------
@@ -197,18 +199,19 @@ def race(candidates, advance, rungs, keep=None, batch=False):
         for key, value in zip(keys, values):
             scores[key], reached[key] = value, r
 
-    for r, effort in enumerate(rungs):
+    r = 0
+    while True:
+        if len(alive) <= keep:
+            # no rung would prune: the candidates left run to the final rung at once
+            r = len(rungs) - 1
         last = r == len(rungs) - 1
-        run(alive, effort, last, r)
+        run(alive, rungs[r], last, r)
         if last:
             break
         n_keep = max(keep, math.ceil(len(alive) / 2))
         ranked = sorted(alive, key=lambda k: (-round(scores[k] / TIE_TOL), candidates.index(k)))
         alive = [k for k in candidates if k in ranked[:n_keep]]
-        if len(alive) <= 1 and keep <= 1:
-            # one candidate left: it runs to the final rung
-            run(alive, rungs[-1], True, len(rungs) - 1)
-            break
+        r += 1
     return scores, reached
 
 
