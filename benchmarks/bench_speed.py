@@ -217,7 +217,7 @@ def report():
             continue
         label, row = path.stem.split("-", 1)
         parts[(label, row)] = json.loads(path.read_text())
-    order = {"before": 0, "tasks": 1, "after": 2}
+    order = {"before": 0, "tasks": 1, "after": 2, "race": 3}
     labels = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 3), s))
     header = ["row"]
     for label in labels:
@@ -264,7 +264,13 @@ def report():
             "same digits rows, for time only (a density of the levels as numbers is not "
             "comparable in nats). A rule that stopped racing the structures that fell "
             "behind below k' = 8 (commit 1138465) was measured and reverted: baudio fell "
-            "from -39.543 to -39.659 for no saving on digits.",
+            "from -39.543 to -39.659 for no saving on digits. `race` (commit 8a49974) "
+            "sends the candidates that no rung of a race would prune to its final rung in "
+            "one step (every structure at k' <= 8, the two survivors above), so that one "
+            "batch holds a level's work and runs side by side, and runs the two kinds of "
+            "a second member side by side to the stopping rule; its cells were measured "
+            "in one later session, beside a run of `after`'s code on digits (16.8 s, "
+            "the same score as its cell).",
             "",
             markdown_table(header, rows),
         ]

@@ -23,6 +23,7 @@ from ltm_sklearn._algorithms.em import (
     random_cpts,
     unique_rows,
 )
+from ltm_sklearn._engine import inference
 from ltm_sklearn._engine.inference import (
     CodeEvidence,
     DenseEvidence,
@@ -440,8 +441,6 @@ def test_table_updates_by_shape_match_the_tables_one_by_one():
 
 
 def test_code_evidence_keeps_small_blocks_between_passes(monkeypatch):
-    import ltm_sklearn._engine.inference as inference
-
     # 6 hidden states, 3 categories: leaf messages are products with indicator matrices
     model = LatentTreeModel.random(balanced_binary_tree(8), 6, 3, random_state=0)
     X = model.sample(3000, random_state=0)
@@ -550,3 +549,19 @@ def test_minibatch_em_reaches_the_full_batch_optimum():
     assert abs(mixed - full) < 2e-3
     with pytest.raises(ValueError, match="decay"):
         minibatch_em(model.tree, *start, ev, w, decay=0.4)
+
+
+def test_a_fit_leaves_no_message_buffers_behind():
+    # the passes keep their buffers from one EM iteration to the next, and a fit frees
+    # them: a process (a joblib worker too) does not hold the messages of its last model
+    X = LatentTreeModel.random(balanced_binary_tree(6), 3, 3, random_state=0).sample(
+        500, random_state=0
+    )
+    SpectralLatentTree(3, structure="nj", random_state=0).fit(X)
+    assert inference._ALL_BUFFERS and not any(inference._ALL_BUFFERS)
+    model = LatentTreeModel.random(balanced_binary_tree(4), 2, 2, random_state=0)
+    ev = evidence(model, model.sample(50, random_state=0).T.astype(np.int64))
+    expected_counts(model.tree, model.root_marginal, model.cpts, ev, np.ones(50))
+    assert any(inference._ALL_BUFFERS)
+    inference.release_buffers()
+    assert not any(inference._ALL_BUFFERS)

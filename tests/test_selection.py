@@ -383,9 +383,9 @@ def test_auto_learns_a_spectral_structure_once_per_metric(monkeypatch):
     calls = {}
     original = SpectralLatentTree._build_tree
 
-    def counting(self, moments, method):
+    def counting(self, moments, method, k):
         calls[method] = calls.get(method, 0) + 1
-        return original(self, moments, method)
+        return original(self, moments, method, k)
 
     monkeypatch.setattr(SpectralLatentTree, "_build_tree", counting)
     est = SpectralLatentTree(n_hidden_states="auto", random_state=0).fit(X)

@@ -70,6 +70,7 @@ __all__ = [
     "expected_counts",
     "hidden_posteriors",
     "sample_states",
+    "release_buffers",
 ]
 
 
@@ -459,21 +460,37 @@ def _plan(tree, root_marginal, cpts):
 #: the allocator told to keep its memory)
 _KEEP_BYTES = 1 << 26
 _WORKSPACE = threading.local()
+#: the buffers of every thread, for :func:`release_buffers`
+_ALL_BUFFERS = []
+_ALL_BUFFERS_LOCK = threading.Lock()
 
 
 def _buffer(name, size, dtype):
     """A flat array of at least ``size`` entries, kept by the thread under ``name``
-    from pass to pass (up to ``_KEEP_BYTES``)."""
+    from pass to pass (up to ``_KEEP_BYTES``) until :func:`release_buffers`."""
     dtype = np.dtype(dtype)
     kept = getattr(_WORKSPACE, "buffers", None)
     if kept is None:
         kept = _WORKSPACE.buffers = {}
+        with _ALL_BUFFERS_LOCK:
+            _ALL_BUFFERS.append(kept)
     buf = kept.get((name, dtype))
     if buf is None or buf.size < size:
         buf = np.empty(size, dtype=dtype)
         if size * dtype.itemsize <= _KEEP_BYTES:
             kept[(name, dtype)] = buf
     return buf
+
+
+def release_buffers():
+    """Free the buffers that every thread keeps from pass to pass (call it when no pass
+    runs): once a fit is over, its process should not hold the messages of its largest
+    model (up to a few hundred MB at ``k' = 48`` on 15,000 rows). A worker process that
+    kept them between tasks was stopped by joblib's leak check (memory grown by more
+    than 300 MB since its first task), with a warning and a new worker to start."""
+    with _ALL_BUFFERS_LOCK:
+        for kept in _ALL_BUFFERS:
+            kept.clear()
 
 
 def _pools(name, counts, n, dtype):

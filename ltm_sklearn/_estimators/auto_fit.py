@@ -145,12 +145,11 @@ def select_model(est, moments, rng):
                 print(f"k'={k}: not tried (the selection's budget of operations)")
             return None
         ladder["spent"] += cost
-        est.n_hidden_states_ = k
         racing, level_trees = [], {}
         for name in alive:
             key = (name, est._tree_rank(name, k, train))
             if key not in trees:
-                tree = est._resolve_tree(train, name)
+                tree = est._resolve_tree(train, name, k)
                 trees[key] = LatentTree(tree.edges, tree.n_observed)
             tree = level_trees[name] = trees[key]
             if not tree.hidden_nodes and (name, previous) in scores:
@@ -299,7 +298,6 @@ def select_model(est, moments, rng):
         scores[key] = held.mean(ll)
     top = best_key({key: scores[key] for key in finalists}, order)
     name_best, k_best = top
-    est.n_hidden_states_ = k_best
     winner = fits[top]
     choice = ModelChoice(k_best, name_best, winner, float(train.sample_weight.sum()))
     choice.structure_scores = {n: s for (n, k), s in scores.items() if k == k_best}
@@ -309,13 +307,13 @@ def select_model(est, moments, rng):
         choice.k_scores = dict(sorted(choice.k_scores.items()))
     if isinstance(est.alpha, str):
         choice.alpha, choice.alpha_scores, choice.fit = select_alpha(
-            est, choice.fit, train, moments, split, np.random.RandomState(alpha_seed), cap
+            est, choice.fit, k_best, train, moments, split, np.random.RandomState(alpha_seed), cap
         )
         est.alpha_ = choice.alpha  # the members' pseudo-count
     if isinstance(est.softening, str):
         rng_softening = np.random.RandomState(task_seed(base_seed, _SOFTENING))
         choice.softening, choice.softening_scores, choice.fit = select_softening(
-            est, choice.fit, train, moments, split, rng_softening, cap
+            est, choice.fit, k_best, train, moments, split, rng_softening, cap
         )
         est.softening_ = choice.softening  # the members' softening
     if auto_k and isinstance(est.n_members, str):
@@ -327,18 +325,19 @@ def select_model(est, moments, rng):
             if k_best > moment_states(train.n_states):
                 grown_from = below[-1]
         choice.members, choice.member_scores = select_members(
-            est, choice.fit, train, moments, split, base_seed, cap, est.max_iter, grown_from
-        )
+            est, choice.fit, k_best, train, moments, split, base_seed, cap, est.max_iter,
+            grown_from,
+        )  # fmt: skip
     if est.verbose:
         print(f"chose k'={k_best}, structure={name_best!r}")
     return choice
 
 
-def _continue_with(est, start, train_moments, moments, split, rng, max_iter, setting, fits):
-    """``run(value)``: EM from the fit ``start`` with the ``_polish`` argument ``setting``
-    at ``value`` (at most ``max_iter`` iterations, stopped early on the held-out rows of
-    ``split``); the fit goes to ``fits[value]`` and its held-out mean log-likelihood per
-    row is returned."""
+def _continue_with(est, start, k, train_moments, moments, split, rng, max_iter, setting, fits):
+    """``run(value)``: EM from the fit ``start`` (``k`` hidden states) with the
+    ``_polish`` argument ``setting`` at ``value`` (at most ``max_iter`` iterations,
+    stopped early on the held-out rows of ``split``); the fit goes to ``fits[value]`` and
+    its held-out mean log-likelihood per row is returned."""
     _, held, unseen = split
 
     def run(value):
@@ -346,6 +345,7 @@ def _continue_with(est, start, train_moments, moments, split, rng, max_iter, set
         fits[value] = est._polish(
             start.tree,
             train_moments,
+            k,
             start.root_marginal,
             start.cpts,
             start.extras,
@@ -370,7 +370,7 @@ def _last_gain(walked, best, previous, gain):
     return best
 
 
-def select_alpha(est, start, train_moments, moments, split, rng, max_iter):
+def select_alpha(est, start, k, train_moments, moments, split, rng, max_iter):
     """The Dirichlet pseudo-count by held-out log-likelihood (``alpha="auto"``), for
     the model chosen on the same split: ``(alpha, scores per alpha, fit at alpha)``.
 
@@ -385,7 +385,7 @@ def select_alpha(est, start, train_moments, moments, split, rng, max_iter):
     benchmark it does not, so it is not the default (see the user guide).
     """
     fits = {}
-    run = _continue_with(est, start, train_moments, moments, split, rng, max_iter, "alpha", fits)
+    run = _continue_with(est, start, k, train_moments, moments, split, rng, max_iter, "alpha", fits)
     gain = max(est.tol, TIE_TOL)
     scores = {DEFAULT_ALPHA: run(DEFAULT_ALPHA)}
     best = DEFAULT_ALPHA
@@ -406,7 +406,7 @@ def select_alpha(est, start, train_moments, moments, split, rng, max_iter):
     return best, dict(sorted(scores.items())), fits[best]
 
 
-def select_softening(est, start, train_moments, moments, split, rng, max_iter):
+def select_softening(est, start, k, train_moments, moments, split, rng, max_iter):
     """Data softening by held-out log-likelihood (``softening="auto"``), for the model
     chosen on the same split: ``(softening, scores per value, fit at it)``.
 
@@ -421,7 +421,7 @@ def select_softening(est, start, train_moments, moments, split, rng, max_iter):
     _, held, unseen = split
     fits = {0.0: start}
     run = _continue_with(
-        est, start, train_moments, moments, split, rng, max_iter, "softening", fits
+        est, start, k, train_moments, moments, split, rng, max_iter, "softening", fits
     )
     gain = max(est.tol, TIE_TOL)
     scores = {0.0: held.mean(est._held_out_log_likelihood(start, moments, held.rows, unseen))}
@@ -439,7 +439,9 @@ def select_softening(est, start, train_moments, moments, split, rng, max_iter):
     return best, scores, fits[best]
 
 
-def select_members(est, first, train_moments, moments, split, base_seed, cap, max_iter, grown_from):
+def select_members(
+    est, first, k, train_moments, moments, split, base_seed, cap, max_iter, grown_from
+):
     """The fits averaged by ``n_members="auto"``, chosen on the held-out rows of
     ``split`` with the model: ``(fits, scores per number of members)``.
 
@@ -464,7 +466,7 @@ def select_members(est, first, train_moments, moments, split, base_seed, cap, ma
     accuracy (row by row the log-likelihood of an average is at least the mean of its
     members'); measured on the density benchmark in the user guide."""
     _, held, unseen = split
-    tree, k = first.tree, est.n_hidden_states_
+    tree = first.tree
     if not tree.hidden_nodes or not can_average_members(tree):
         return [first], {}
     fits = [first]

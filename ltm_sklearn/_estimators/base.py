@@ -6,10 +6,10 @@ of a fit and a selection's candidates (:mod:`.structures`), the queries (:mod:`.
 ``partial_fit`` (:mod:`.partial_fit`) - and the automatic fit is
 :func:`~.auto_fit.select_model`. A subclass implements one abstract hook:
 
-* ``_initial_parameters(tree, moments, random_state)`` -> ``(root_marginal, cpts,
-  extras)``: an explicit starting point on ``tree`` recovered from the moments (the
-  estimator's own algorithm), and anything it wants to keep (``extras``, e.g. the raw
-  observable representation of the spectral algorithm).
+* ``_initial_parameters(tree, moments, k, random_state)`` -> ``(root_marginal, cpts,
+  extras)``: an explicit starting point on ``tree`` with ``k`` hidden states, recovered
+  from the moments (the estimator's own algorithm), and anything it wants to keep
+  (``extras``, e.g. the raw observable representation of the spectral algorithm).
 
 A model of other data (:class:`~ltm_sklearn.KernelLatentTree`) also overrides the data
 hooks (``_validate_X``, ``_fit_encoding``, ``_encode``, ``_moments``, ``_unseen_proba``,
@@ -65,7 +65,7 @@ from .._algorithms.structure import (
 )
 from .._algorithms.tensor import expand_states, tensor_cpts
 from .._engine.encoding import CategoricalEncoder, declared_categories
-from .._engine.inference import CodeEvidence, log_likelihood
+from .._engine.inference import CodeEvidence, log_likelihood, release_buffers
 from .._engine.moments import MomentEstimator
 from .._engine.tree import LatentTree, canonical_root
 from .._engine.user_frames import user_stacklevel
@@ -155,9 +155,9 @@ class BaseLatentTree(
 
     # ------------------------------------------------------------------ hook
     @abstractmethod
-    def _initial_parameters(self, tree, moments, rng):
-        """Explicit starting point ``(root_marginal, cpts, extras)`` on ``tree``, from
-        ``moments``: the estimator's own algorithm."""
+    def _initial_parameters(self, tree, moments, k, rng):
+        """Explicit starting point ``(root_marginal, cpts, extras)`` on ``tree`` with
+        ``k`` states per hidden node, from ``moments``: the estimator's own algorithm."""
 
     # ------------------------------------------------------------------ validation
     #: numpy dtype kinds of DataFrame columns the estimator reads
@@ -291,7 +291,7 @@ class BaseLatentTree(
             edges = choice.fit.tree.edges
             self.tree_ = LatentTree(edges, len(moments.n_states), feature_names=names)
         else:
-            self.tree_ = self._resolve_tree(moments, structure)
+            self.tree_ = self._resolve_tree(moments, structure, k)
         if self.tree_.hidden_nodes:
             self._check_rows_for_states(moments, k)
         if starts is not None:
@@ -310,9 +310,10 @@ class BaseLatentTree(
             fitted = fits[0] if len(fits) == 1 else average_fits(fits)
             self.n_members_ = len(fits)
         else:
-            fitted = self._fit_parameters(self.tree_, parameters, rng, second_start=True)
-            fitted = self._fit_members(fitted, parameters, rng)
+            fitted = self._fit_parameters(self.tree_, parameters, k, rng, second_start=True)
+            fitted = self._fit_members(fitted, parameters, k, rng)
         self._set_fitted(fitted)
+        release_buffers()
         if not fitted.converged:
             warnings.warn(
                 f"EM did not converge in max_iter={self.max_iter} iterations (tol="
@@ -333,17 +334,18 @@ class BaseLatentTree(
             return min(self.max_iter, _REFIT_MAX_ITER)
         return self.max_iter
 
-    def _resume(self, fit, moments, rng, max_iter, early_stopping=None):
-        """EM from ``fit`` for at most ``max_iter`` more iterations on ``moments``; the
-        iterations of ``fit`` are counted in the result's ``n_iter``."""
+    def _resume(self, fit, moments, k, rng, max_iter, early_stopping=None):
+        """EM from ``fit`` (``k`` states per hidden node) for at most ``max_iter`` more
+        iterations on ``moments``; the iterations of ``fit`` are counted in the result's
+        ``n_iter``."""
         more = self._polish(
-            fit.tree, moments, fit.root_marginal, fit.cpts, fit.extras, rng, max_iter,
+            fit.tree, moments, k, fit.root_marginal, fit.cpts, fit.extras, rng, max_iter,
             early_stopping=early_stopping,
         )  # fmt: skip
         more.n_iter += fit.n_iter
         return more
 
-    def _fit_members(self, fitted, moments, rng):
+    def _fit_members(self, fitted, moments, k, rng):
         """``n_members`` EM fits averaged into one model
         (:func:`~ltm_sklearn._algorithms.em.average_members`): ``fitted`` and
         ``n_members - 1`` more on the same tree, from random starts; sets
@@ -368,16 +370,16 @@ class BaseLatentTree(
             )
             return fitted
         fits = [fitted]
-        n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
+        n_states = node_states(tree, moments.n_states, k)
         for m in range(1, count):
             if self.verbose:
                 print(f"member {m + 1} of {count}: EM from a random start")
             root, cpts = random_cpts(tree, n_states, rng)
-            fits.append(self._polish(tree, moments, root, cpts, {}, rng))
+            fits.append(self._polish(tree, moments, k, root, cpts, {}, rng))
         self.n_members_ = count
         return average_fits(fits)
 
-    def _second_start(self, tree, moments, rng):
+    def _second_start(self, tree, moments, k, rng):
         """A second explicit start polished beside the estimator's own, the better
         training objective kept: the three-view tensor decomposition of the empirical
         moments (Anandkumar et al. (JMLR 2014), :func:`~ltm_sklearn.tensor.tensor_cpts`), for trees
@@ -386,7 +388,6 @@ class BaseLatentTree(
         of slow progress (``tol``), and two starts land on it at different heights: on
         8-leaf ground truths (k = 3, 5 categories, 30,000 rows) the spectral start alone
         stopped 0.002-0.008 nats per row below EM from the tensor start."""
-        k = self.n_hidden_states_
         if not tree.hidden_nodes or k > moment_states(moments.n_states):
             return None
         return tensor_cpts(tree, moments, k, random_state=rng)
@@ -395,32 +396,33 @@ class BaseLatentTree(
         return np.array([1.0 / (c.size + t + 1.0) for c, t in moments.singleton_counts()])
 
     def _fit_parameters(
-        self, tree, moments, rng, max_iter=None, second_start=False, early_stopping=None
+        self, tree, moments, k, rng, max_iter=None, second_start=False, early_stopping=None
     ):
-        """Explicit starting point (:meth:`_initial_parameters`) polished by EM (at most
+        """Explicit starting point with ``k`` states per hidden node
+        (:meth:`_initial_parameters`) polished by EM (at most
         ``max_iter`` iterations, default ``self.max_iter``, stopped early on a held-out
         score with ``early_stopping``); with ``second_start`` also :meth:`_second_start`,
         the better one kept."""
-        if tree.hidden_nodes and self.n_hidden_states_ > moment_states(moments.n_states):
+        if tree.hidden_nodes and k > moment_states(moments.n_states):
             # more hidden states than the moments identify: EM from a random start, which
             # ends above the moment start copied to k' states (docs/architecture.md,
             # "Tuning constants")
-            n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
+            n_states = node_states(tree, moments.n_states, k)
             root, cpts = random_cpts(tree, n_states, rng)
             return self._polish(
-                tree, moments, root, cpts, {}, rng, max_iter, early_stopping=early_stopping
+                tree, moments, k, root, cpts, {}, rng, max_iter, early_stopping=early_stopping
             )
 
         def starts(r):
-            first = self._initial_parameters(tree, moments, r)
-            return first, (self._second_start(tree, moments, r) if second_start else None)
+            first = self._initial_parameters(tree, moments, k, r)
+            return first, (self._second_start(tree, moments, k, r) if second_start else None)
 
         moments.prefetch(starts, rng)  # distributed data: its moments in one pass
         (root, cpts, extras), second = starts(rng)
         # the better training objective is kept (the raw estimate stays the estimator's)
         others = () if second is None else (second,)
         return self._polish(
-            tree, moments, root, cpts, extras, rng, max_iter, others=others,
+            tree, moments, k, root, cpts, extras, rng, max_iter, others=others,
             early_stopping=early_stopping,
         )  # fmt: skip
 
@@ -428,6 +430,7 @@ class BaseLatentTree(
         self,
         tree,
         moments,
+        k,
         root,
         cpts,
         extras,
@@ -440,7 +443,7 @@ class BaseLatentTree(
         softening=None,
     ):
         """EM from ``(root, cpts)`` (and from each start of ``others``, the best kept),
-        hidden states first expanded to ``k'``; pseudo-count ``alpha`` (default
+        hidden states first expanded to ``k``; pseudo-count ``alpha`` (default
         ``alpha_``) and data softening ``softening`` (default ``softening_``); stopped
         early on a held-out score with ``early_stopping``
         (:class:`~ltm_sklearn._algorithms.em.EarlyStopping`)."""
@@ -448,11 +451,11 @@ class BaseLatentTree(
         alpha = self.alpha_ if alpha is None else alpha
         softening = self.softening_ if softening is None else softening
         starts = [
-            expand_states(tree, r, c, self.n_hidden_states_, random_state=rng, noise=noise)
+            expand_states(tree, r, c, k, random_state=rng, noise=noise)
             for r, c in [(root, cpts), *others]
         ]
         max_iter = self.max_iter if max_iter is None else max_iter
-        dtype = np.float32 if self.n_hidden_states_ >= _FLOAT32_STATES else np.float64
+        dtype = np.float32 if k >= _FLOAT32_STATES else np.float64
         root, cpts, objective, n_iter, converged, _, _ = polish(
             tree,
             *starts[0],

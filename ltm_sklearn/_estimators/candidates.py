@@ -23,6 +23,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from .._algorithms.em import EarlyStopping, node_states, random_cpts
+from .._engine.inference import release_buffers
 from .._engine.threads import block_threads, single_threaded_blas
 from .._engine.tree import LatentTree
 from .fits import FittedModel
@@ -112,35 +113,38 @@ def run_task(est, task, train, moments=None, held=None, unseen=None):
     per row)`` on the held-out rows ``held`` of ``moments`` (``None`` without them).
 
     ``est`` supplies the hooks (``_fit_parameters``, ``_polish``, ``_resume``,
-    ``_held_out_log_likelihood``); its ``n_hidden_states_`` is set to the task's ``k``.
+    ``_held_out_log_likelihood``), each given the task's ``k``.
     BLAS runs on one thread, here as in a worker process (a product summed by several
     threads rounds differently, and EM carries the difference along).
     """
-    with single_threaded_blas():
-        return _run_task(est, task, train, moments, held, unseen)
+    try:
+        with single_threaded_blas():
+            return _run_task(est, task, train, moments, held, unseen)
+    finally:
+        release_buffers()  # a worker keeps no message buffers between tasks
 
 
 def _run_task(est, task, train, moments, held, unseen):
-    est.n_hidden_states_ = task.k
     rng = np.random.RandomState(task.seed)
     stopping = early_stopping(est, task.tree, moments, held, unseen) if task.stop_early else None
     if task.start == "resume":
-        fitted = est._resume(task.fit, train, rng, task.max_iter, stopping)
+        fitted = est._resume(task.fit, train, task.k, rng, task.max_iter, stopping)
     elif task.start == "grown":
         root, cpts = task.fit.root_marginal, task.fit.cpts
         fitted = est._polish(
-            task.tree, train, root, cpts, {}, rng, task.max_iter, noise=task.noise,
+            task.tree, train, task.k, root, cpts, {}, rng, task.max_iter, noise=task.noise,
             early_stopping=stopping,
         )  # fmt: skip
     elif task.start == "random":
         n_states = node_states(task.tree, train.n_states, task.k)
         root, cpts = random_cpts(task.tree, n_states, rng)
         fitted = est._polish(
-            task.tree, train, root, cpts, {}, rng, task.max_iter, early_stopping=stopping
-        )
+            task.tree, train, task.k, root, cpts, {}, rng, task.max_iter,
+            early_stopping=stopping,
+        )  # fmt: skip
     elif task.start == "own":
         fitted = est._fit_parameters(
-            task.tree, train, rng, max_iter=task.max_iter, early_stopping=stopping
+            task.tree, train, task.k, rng, max_iter=task.max_iter, early_stopping=stopping
         )
     else:
         raise ValueError(f"Unknown start {task.start!r} of a candidate task.")
@@ -190,5 +194,4 @@ def run_tasks(est, tasks, train, moments=None, held=None, unseen=None):
     out = Parallel(n_jobs=jobs, backend="loky")(
         delayed(run_task)(est, t, train, moments, held, unseen) for t in tasks
     )
-    est.n_hidden_states_ = tasks[-1].k  # as when the tasks run here
     return out

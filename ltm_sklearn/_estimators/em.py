@@ -138,29 +138,29 @@ class LatentTreeEM(BaseLatentTree):
         self.init = init
         self.n_init = n_init
 
-    def _initial_parameters(self, tree, moments, rng):
+    def _initial_parameters(self, tree, moments, k, rng):
         if self.init == "tensor":
-            return (*tensor_cpts(tree, moments, self.n_hidden_states_, random_state=rng), {})
-        n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
+            return (*tensor_cpts(tree, moments, k, random_state=rng), {})
+        n_states = node_states(tree, moments.n_states, k)
         return (*random_cpts(tree, n_states, rng), {})
 
-    def _second_start(self, tree, moments, rng):
+    def _second_start(self, tree, moments, k, rng):
         return None  # the tensor start is this estimator's own (restarts: n_init)
 
     def _fit_parameters(
-        self, tree, moments, rng, max_iter=None, second_start=False, early_stopping=None
+        self, tree, moments, k, rng, max_iter=None, second_start=False, early_stopping=None
     ):
         best = None
         for run in range(self.n_init):
             if run == 0:
                 fitted = super()._fit_parameters(
-                    tree, moments, rng, max_iter, second_start, early_stopping
+                    tree, moments, k, rng, max_iter, second_start, early_stopping
                 )
             else:
-                n_states = node_states(tree, moments.n_states, self.n_hidden_states_)
+                n_states = node_states(tree, moments.n_states, k)
                 start = random_cpts(tree, n_states, rng)
                 fitted = self._polish(
-                    tree, moments, *start, {}, rng, max_iter, early_stopping=early_stopping
+                    tree, moments, k, *start, {}, rng, max_iter, early_stopping=early_stopping
                 )
             if self.verbose:
                 print(

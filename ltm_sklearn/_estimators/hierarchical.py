@@ -140,10 +140,10 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         )
         self.linker = linker
 
-    def _initial_parameters(self, tree, moments, rng):
+    def _initial_parameters(self, tree, moments, k, rng):
         def fit_raw(raw_tree, moments, k, unseen):
             return fit_hierarchical(raw_tree, moments, k, unseen, linker=self.linker)
 
         return explicit_from_representation(
-            tree, moments, self.n_hidden_states_, self._unseen_proba(moments), fit_raw, rng
+            tree, moments, k, self._unseen_proba(moments), fit_raw, rng
         )

@@ -527,7 +527,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
     def _row_values(self, moments):
         return moments.X.T
 
-    def _second_start(self, tree, moments, rng):
+    def _second_start(self, tree, moments, k, rng):
         return None  # the explicit recovery reads the columns' landmark codes
 
     # ------------------------------------------------------------------ structure
@@ -538,7 +538,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         # the kernel metric keeps k' - 1 singular values of operators of any rank
         return None if name in _K_FREE_STRUCTURES else k
 
-    def _learn_tree(self, moments, method):
+    def _learn_tree(self, moments, method, k):
         n_features = moments.X.shape[1]
         if method == "star" or n_features == 1:
             return LatentTree.star(n_features)
@@ -562,7 +562,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
             return learn_tree(metric(X), "nj", n_samples=X.shape[0])
         # centred operators of a k'-state hidden variable have rank k' - 1 (the centring
         # removes the constant direction): more singular values would add noise only
-        D = kernel_distance(moments, max(1, self.n_hidden_states_ - 1))
+        D = kernel_distance(moments, max(1, k - 1))
         return learn_tree(
             D, method, n_samples=moments.X.shape[0], n_jobs=self.n_jobs, verbose=self.verbose
         )
@@ -572,13 +572,12 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
     #: on from where it stopped, so candidates are fitted once instead of racing
     _resumable_fits = False
 
-    def _initial_parameters(self, tree, moments, rng):
+    def _initial_parameters(self, tree, moments, k, rng):
         """The kernel estimate of Song, Parikh & Xing (NIPS 2011) (kept as
         ``raw_estimate_``), then the explicit model's start: tables over the bump centres
         recovered from the moments of the columns discretised to their nearest centres
         (the discrete estimators' explicit recovery)."""
         d = moments.X.shape[1]
-        k = self.n_hidden_states_
         extras = {}
         if tree.hidden_nodes:
             observed = tree.with_observed_leaves()
@@ -592,11 +591,11 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         return root, cpts, extras
 
     def _fit_parameters(
-        self, tree, moments, rng, max_iter=None, second_start=False, early_stopping=None
+        self, tree, moments, k, rng, max_iter=None, second_start=False, early_stopping=None
     ):
         """:meth:`_initial_parameters` polished by EM on the bump densities (soft
         evidence)."""
-        root, cpts, extras = self._initial_parameters(tree, moments, rng)
+        root, cpts, extras = self._initial_parameters(tree, moments, k, rng)
         rows = np.flatnonzero(moments.sample_weight > 0)
         weights = moments.sample_weight[rows]
         cap = max(2000, MAX_EVIDENCE_ENTRIES // max(sum(self._leaf_sizes()), 1))

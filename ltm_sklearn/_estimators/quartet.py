@@ -151,13 +151,13 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     def _structure_spec(self):
         return None, "quartet"
 
-    def _build_tree(self, moments, method):
+    def _build_tree(self, moments, method, k):
         # distributed data: the quartet tests (one fourth-order moment each, asked one
         # after another) read the uniform sample, not the whole data
         moments = moments.sample_moments()
         tree, info = learn_tree_quartets(
             moments,
-            self.n_hidden_states_,
+            k,
             n_representatives=self.n_representatives,
             local_search=self.local_search,
         )
@@ -165,8 +165,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         self.min_quartet_margin_ = float(info.min_margin)
         return tree
 
-    def _initial_parameters(self, tree, moments, rng):
-        k = self.n_hidden_states_
+    def _initial_parameters(self, tree, moments, k, rng):
         if self.init == "em":
             return (*tensor_cpts(tree, moments, k, random_state=rng), {})
         if self.init == "hierarchical":

@@ -207,7 +207,7 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
     True
     """
 
-    def _initial_parameters(self, tree, moments, rng):
+    def _initial_parameters(self, tree, moments, k, rng):
         return explicit_from_representation(
-            tree, moments, self.n_hidden_states_, self._unseen_proba(moments), fit_spectral, rng
+            tree, moments, k, self._unseen_proba(moments), fit_spectral, rng
         )

@@ -41,8 +41,9 @@ class StructureMixin:
     """Tree hooks of :class:`~.base.BaseLatentTree` (parameters ``tree``, ``structure``,
     ``n_members``, ``random_state``; ``_unseen_proba`` from the estimator)."""
 
-    def _build_tree(self, moments, method):
-        """A tree over the columns of ``moments`` learned with ``method``."""
+    def _build_tree(self, moments, method, k):
+        """A tree over the columns of ``moments`` learned with ``method`` (for ``k``
+        hidden states: the spectral metric and the quartet tests read ``k``)."""
         d = len(moments.n_states)
         if method == "star" or d == 1:
             return LatentTree.star(d)
@@ -54,8 +55,8 @@ class StructureMixin:
             return grouped_chow_liu(mutual_information(moments))
         if method == "quartet":  # on Dask the tests, asked one after another, read the sample
             sample = moments.sample_moments()
-            return learn_tree_quartets(sample, self.n_hidden_states_)[0]
-        D = spectral_distance(moments, self.n_hidden_states_)
+            return learn_tree_quartets(sample, k)[0]
+        D = spectral_distance(moments, k)
         return learn_tree(
             D,
             method,
@@ -64,15 +65,15 @@ class StructureMixin:
             verbose=self.verbose,
         )
 
-    def _learn_tree(self, moments, method):
+    def _learn_tree(self, moments, method, k):
         """:meth:`_build_tree` on the informative columns (at least two categories); the
         others carry no information (a factor of one) and hang off the root as leaves."""
         d = len(moments.n_states)
         informative = np.flatnonzero(moments.n_states >= 2)
         if informative.size == d or informative.size < 2:
-            return self._build_tree(moments, method)
+            return self._build_tree(moments, method, k)
         sub = moments.subset(informative)
-        tree = self._build_tree(sub, method)
+        tree = self._build_tree(sub, method, k)
         return attach_columns(tree, informative, d)
 
     def _tree_rank(self, name, k, moments):
@@ -88,9 +89,9 @@ class StructureMixin:
             return min(int(k), int(np.max(moments.n_states, initial=1)))
         return k
 
-    def _resolve_tree(self, moments, structure):
+    def _resolve_tree(self, moments, structure, k):
         """The given tree (``structure="given"``) or one learned with ``structure`` from
-        the data; rooted at its centre."""
+        the data for ``k`` hidden states; rooted at its centre."""
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(f) for f in names]
         d = len(moments.n_states)
@@ -99,7 +100,7 @@ class StructureMixin:
                 self._structure_spec()[0], d, feature_names=names, observed_leaves_only=False
             )
         else:
-            tree = self._learn_tree(moments, structure)
+            tree = self._learn_tree(moments, structure, k)
         return LatentTree(tree.edges, d, feature_names=names)
 
     def _structure_spec(self):
