@@ -59,8 +59,10 @@ def whiten(M2, n_components):
 
 
 def _apply(T, theta):
-    """``T(I, theta, theta)``."""
-    return np.einsum("ijk,j,k->i", T, theta, theta)
+    """``T(I, theta, theta)``, for each column of ``theta`` when it is a matrix."""
+    if theta.ndim == 1:
+        return np.einsum("ijk,j,k->i", T, theta, theta)
+    return np.einsum("ijk,jr,kr->ir", T, theta, theta)
 
 
 def tensor_power_method(
@@ -104,13 +106,13 @@ def tensor_power_method(
     rng = check_random_state(random_state)
     lams, vecs = [], []
     for _ in range(n_components):
-        best, best_val = None, -np.inf
-        for _ in range(n_restarts):
-            theta = _iterate(T, _unit(rng.randn(k)), n_iter, tol)
-            val = float(np.einsum("ijk,i,j,k->", T, theta, theta, theta))
-            if val > best_val:
-                best, best_val = theta, val
-        theta = _iterate(T, best, n_iter, tol)
+        # the restarts iterate side by side, as the columns of one matrix
+        starts = rng.randn(max(int(n_restarts), 1), k).T
+        norms = np.linalg.norm(starts, axis=0)
+        starts = np.divide(starts, norms, out=starts, where=norms > 0)
+        thetas = _iterate(T, starts, n_iter, tol)
+        vals = np.einsum("ir,ir->r", thetas, _apply(T, thetas))
+        theta = _iterate(T, thetas[:, np.argmax(vals)], n_iter, tol)
         lam = float(np.einsum("ijk,i,j,k->", T, theta, theta, theta))
         lams.append(lam)
         vecs.append(theta)
@@ -118,22 +120,28 @@ def tensor_power_method(
     return np.asarray(lams), np.column_stack(vecs)
 
 
-def _unit(v):
-    n = np.linalg.norm(v)
-    return v / n if n > 0 else v
-
-
 def _iterate(T, theta, n_iter, tol):
+    """Power iterations ``theta <- T(I, theta, theta) / ||.||`` of a unit vector, or of
+    each column of a matrix of them: a column stops at its first step that moves it by
+    less than ``tol``, or before a step that maps it to zero."""
+    single = theta.ndim == 1
+    theta = theta[:, None] if single else theta.copy()
+    active = np.ones(theta.shape[1], dtype=bool)
     for _ in range(n_iter):
-        new = _apply(T, theta)
-        norm = np.linalg.norm(new)
-        if norm == 0:
-            return theta
-        new /= norm
-        if np.linalg.norm(new - theta) < tol:
-            return new
-        theta = new
-    return theta
+        new = _apply(T, theta[:, active])
+        norm = np.linalg.norm(new, axis=0)
+        moving = norm > 0
+        new = new[:, moving] / norm[moving]
+        index = np.flatnonzero(active)
+        stopped = index[~moving]
+        index = index[moving]
+        done = np.linalg.norm(new - theta[:, index], axis=0) < tol
+        theta[:, index] = new
+        active[stopped] = False
+        active[index[done]] = False
+        if not active.any():
+            break
+    return theta[:, 0] if single else theta
 
 
 def _pinv(M, k):
