@@ -166,6 +166,32 @@ def test_dask_beyond_the_sample_runs_em_on_every_partition(data, client, monkeyp
     assert abs(est.score(T) - ref.score(T)) < 5e-3
 
 
+@pytest.mark.parametrize("Est", [SpectralLatentTree, LatentTreeEM])
+def test_few_distinct_rows_beyond_the_sample_give_the_in_memory_model(Est, client, monkeypatch):
+    # 3,000 rows of 6 binary columns (at most 64 distinct rows) and a sample of 400 rows:
+    # partial_fit and the Dask fit keep every distinct row with its count, so EM runs on
+    # all the rows, as fit does (it merges identical rows), and the three sources give
+    # one model - the same EM iterations and the same scores
+    import dask.array as da
+
+    truth = LatentTreeModel.random(balanced_binary_tree(6), 2, 2, random_state=0)
+    X, T = truth.sample(3000, random_state=1), truth.sample(500, random_state=2)
+    monkeypatch.setattr(_streaming, "SAMPLE_ROWS", 400)
+    ref = Est(2, random_state=0).fit(X)
+    streamed = Est(2, random_state=0)
+    for rows in _batches(len(X), 9):
+        streamed.partial_fit(X[rows])
+    spread = Est(2, random_state=0).fit(da.from_array(X, chunks=(700, 6)))
+    for est in (streamed, spread):
+        assert est.n_iter_ == ref.n_iter_ and est.tree_.edges == ref.tree_.edges
+        np.testing.assert_allclose(est.score_samples(T), ref.score_samples(T), atol=1e-8)
+    # more distinct rows than the sample holds: the sample stands in for them
+    wide = LatentTreeModel.random(balanced_binary_tree(12), 2, 3, random_state=0)
+    stats = _streaming.RowStatistics(12, sample_rows=400, random_state=0)
+    stats.add(wide.sample(3000, random_state=1), np.ones(3000))
+    assert stats.compact_distinct().distinct is None
+
+
 def test_dask_input_errors(client):
     import dask.array as da
 

@@ -283,5 +283,6 @@ def dask_moments(X, categories="auto", random_state=None, n_jobs=None):
     moments._pairs, moments._singletons = base._pairs, base._singletons
     moments.total_weight = merged.weight
     moments.blocks, moments.encoder = blocks, encoder
-    moments.n_rows_total = merged.n_rows
+    # every row in memory (identical ones merged): EM needs no pass over the partitions
+    moments.n_rows_total = merged.n_rows if base.sampled else None
     return moments, encoder, names
