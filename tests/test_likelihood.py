@@ -123,12 +123,18 @@ def test_structure_auto_reports_its_choice_and_contains_chow_liu():
     assert auto.score(X_test) > cl.score(X_test) - 0.01
 
 
-def test_polish_keeps_the_best_of_several_starts_compared_on_the_subsample():
-    """Beyond 2 x STAGE_ROWS rows the starts are compared after EM on one common
-    subsample and only the best goes on to all rows; below, each start runs to the end.
-    Either way a start near the truth wins over a uniform-ish one that EM cannot leave
-    (a symmetric point), whatever its position in the list."""
-    from ltm_sklearn._algorithms.em import STAGE_ROWS, node_states, polish
+@pytest.mark.parametrize("stage_rows", [None, 100])
+def test_polish_keeps_the_best_of_several_starts_compared_on_the_subsample(stage_rows, monkeypatch):
+    """Beyond 2 x STAGE_ROWS distinct rows the starts are compared after EM on one
+    common subsample and only the best goes on to all rows; below, each start runs to the
+    end. Either way a start near the truth wins over a uniform-ish one that EM cannot
+    leave (a symmetric point), whatever its position in the list; and the rows merged or
+    repeated, in any order, give the same fit."""
+    from ltm_sklearn._algorithms import em
+    from ltm_sklearn._algorithms.em import node_states, polish, unique_rows
+
+    if stage_rows is not None:  # 5,000 rows of 6 leaves of 3 categories: ~600 distinct
+        monkeypatch.setattr(em, "STAGE_ROWS", stage_rows)
 
     model = LatentTreeModel.random(balanced_binary_tree(6), 2, 3, noise=0.3, random_state=0)
     n_states = node_states(model.tree, np.full(6, 3), 2)
@@ -140,20 +146,20 @@ def test_polish_keeps_the_best_of_several_starts_compared_on_the_subsample():
         },
     )
     truth = (model.root_marginal, model.cpts)
-    for n_rows in (5_000, 2 * STAGE_ROWS + 1_000):
-        codes = model.sample(n_rows, random_state=1).T
-        w = np.ones(n_rows)
-        for starts, winner in (([flat, truth], 1), ([truth, flat], 0)):
-            *_, objective, n_iter, _, _, best = polish(
-                model.tree,
-                *starts[0],
-                codes,
-                w,
-                np.full(6, 3),
-                others=starts[1:],
-                alpha=0.5,
-                random_state=0,
-            )
-            assert best == winner
-            alone = polish(model.tree, *truth, codes, w, np.full(6, 3), alpha=0.5, random_state=0)
-            assert objective == pytest.approx(alone[2], abs=1e-12)
+    codes = model.sample(5_000, random_state=1).T
+    w = np.ones(codes.shape[1])
+    merged = unique_rows(codes, w)
+    assert (merged[1].size > 2 * em.STAGE_ROWS) == (stage_rows is not None)
+    shuffled = codes[:, np.random.RandomState(0).permutation(codes.shape[1])]
+    for starts, winner in (([flat, truth], 1), ([truth, flat], 0)):
+        fits = [
+            polish(model.tree, *starts[0], c, v, np.full(6, 3), others=starts[1:], alpha=0.5)
+            for c, v in [(codes, w), merged, (shuffled, w)]
+        ]
+        assert fits[0][-1] == winner
+        alone = polish(model.tree, *truth, codes, w, np.full(6, 3), alpha=0.5)
+        assert fits[0][2] == pytest.approx(alone[2], abs=1e-12)
+        for other in fits[1:]:  # merged or shuffled: the same fit
+            assert other[3] == fits[0][3] and other[2] == pytest.approx(fits[0][2], abs=1e-12)
+            for u in fits[0][1]:
+                np.testing.assert_allclose(other[1][u], fits[0][1][u], atol=1e-12)

@@ -17,7 +17,7 @@ from scipy.linalg import block_diag
 from sklearn.utils import check_random_state
 
 from .._engine.inference import CodeEvidence, expected_counts
-from .._engine.row_keys import row_hash
+from .._engine.row_keys import holdout_weights, row_hash
 
 __all__ = [
     "m_step",
@@ -473,7 +473,8 @@ def minibatch_em(
     return root_marginal, cpts, step
 
 
-#: with more rows than twice this, EM first converges on a random subsample of this size
+#: with more distinct rows than twice this, EM first converges on a subsample of about
+#: this many
 STAGE_ROWS = 20_000
 
 
@@ -490,7 +491,6 @@ def polish(
     softening=0.0,
     max_iter=100,
     tol=1e-4,
-    random_state=None,
     verbose=0,
     n_jobs=None,
     dtype=np.float64,
@@ -499,11 +499,14 @@ def polish(
     """EM from a starting point on category codes, identical rows merged, softened by
     ``softening`` (:class:`~ltm_sklearn._engine.inference.CodeEvidence`).
 
-    With more than ``2 * STAGE_ROWS`` rows of positive weight, EM first runs to
-    convergence on a random subsample of ``STAGE_ROWS`` rows (pseudo-count scaled by the
-    subsample's share of the weight, so the prior weighs the same per row), then
-    continues on all rows from there: the expensive full-data E-steps start near the
-    optimum.
+    With more than ``2 * STAGE_ROWS`` distinct rows (of positive weight), EM first runs
+    to convergence on a subsample of at most about ``STAGE_ROWS`` of them (pseudo-count
+    scaled by the subsample's share of the weight, so the prior weighs the same per row),
+    then continues on all rows from there: the expensive full-data E-steps start near the
+    optimum. The subsample is a share of every distinct row's weight, chosen by the rows'
+    values (:func:`~ltm_sklearn._engine.row_keys.holdout_weights`): the same rows with
+    integer weights or repeated, in any order, from memory or from the partitions of
+    distributed data, give the same subsample and the same fit.
 
     ``others`` are further starting points ``(root_marginal, cpts)``: each is polished
     the same way and the best training objective is kept - with a subsample stage, the
@@ -522,12 +525,10 @@ def polish(
     starts = [(root_marginal, cpts), *others]
     if max_iter == 0:  # the start is kept: no need to merge the rows
         return (*fit_em(tree, root_marginal, cpts, None, weights, max_iter=0), 0)
-    rng = check_random_state(random_state)
-    rows = np.flatnonzero(weights > 0)
     options = dict(max_iter=max_iter, tol=tol, verbose=verbose, n_jobs=n_jobs, dtype=dtype)
     c, w = unique_rows(codes, weights)
     full = CodeEvidence(c, n_states, softening=softening)
-    if rows.size <= 2 * STAGE_ROWS:
+    if w.size <= 2 * STAGE_ROWS:
         fits, held = [], []
         for s in starts:
             fits.append(
@@ -539,9 +540,10 @@ def polish(
         if early_stopping is not None and best != len(fits) - 1:
             early_stopping.best_score, early_stopping.best_iter = held[best], fits[best][3]
         return (*fits[best], best)
-    sub = np.sort(rng.choice(rows, STAGE_ROWS, replace=False))
-    c_sub, w_sub = unique_rows(codes[:, sub], weights[sub])
-    share = w_sub.sum() / weights[rows].sum()
+    held, _, _ = holdout_weights(c, w, STAGE_ROWS / w.size)
+    sub = np.flatnonzero(held > 0)
+    c_sub, w_sub = c[:, sub], held[sub]
+    share = w_sub.sum() / w.sum()
     evidence = CodeEvidence(c_sub, n_states, softening=softening)
     fits = [fit_em(tree, *s, evidence, w_sub, alpha=alpha * share, **options) for s in starts]
     best = max(range(len(fits)), key=lambda i: (fits[i][2], -i))

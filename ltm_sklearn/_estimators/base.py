@@ -467,7 +467,6 @@ class BaseLatentTree(
             softening=softening,
             max_iter=max_iter,
             tol=self.tol,
-            random_state=rng,
             verbose=self.verbose,
             n_jobs=self.n_jobs,
             dtype=dtype,
