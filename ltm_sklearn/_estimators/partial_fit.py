@@ -54,7 +54,8 @@ class PartialFitMixin:
         sample of at most :data:`~ltm_sklearn._sources.streaming.SAMPLE_ROWS` rows are kept
         (:mod:`ltm_sklearn._sources.streaming`); the model is rebuilt from them - tree, moment
         estimate, EM on the sample - when it is first used after a call, so a stream of
-        batches costs about one fit. While at most ``SAMPLE_ROWS`` rows have been seen the
+        batches costs about one fit. While at most ``SAMPLE_ROWS`` rows, or at most
+        ``SAMPLE_ROWS`` distinct rows (counted with their weights), have been seen the
         model equals ``fit`` on the concatenated batches; beyond, the tree still comes
         from the exact pair tables of every row and the parameters from the sample.
         Categories may first appear in any batch (the encoding grows; earlier counts are
