@@ -264,13 +264,18 @@ def report():
             "same digits rows, for time only (a density of the levels as numbers is not "
             "comparable in nats). A rule that stopped racing the structures that fell "
             "behind below k' = 8 (commit 1138465) was measured and reverted: baudio fell "
-            "from -39.543 to -39.659 for no saving on digits. `race` (commit 8a49974) "
-            "sends the candidates that no rung of a race would prune to its final rung in "
-            "one step (every structure at k' <= 8, the two survivors above), so that one "
-            "batch holds a level's work and runs side by side, and runs the two kinds of "
-            "a second member side by side to the stopping rule; its cells were measured "
-            "in one later session, beside a run of `after`'s code on digits (16.8 s, "
-            "the same score as its cell).",
+            "from -39.543 to -39.659 for no saving on digits. `race` (code of commit "
+            "7e20f73) sends the candidates that no rung of a race would prune to its final "
+            "rung in one step (every structure at k' <= 8, the two survivors above), so "
+            "that one batch holds a level's work and runs side by side, runs the two kinds "
+            "of a second member side by side to the stopping rule, frees the message "
+            "buffers after every task (no worker stopped by joblib's leak check: the "
+            "UserWarning of jester, baudio and bnetflix at 8a49974) and iterates the "
+            "tensor power method's restarts side by side; its cells were measured in one "
+            "later session, in which `after`'s code fitted digits in 16.8 s (its cell: "
+            "17.6 s, the same score). At 8a49974 (the races alone) plants scored -12.467 "
+            "with 3 members in 166 s: the members kept move the score by 0.02-0.08 on "
+            "plants.",
             "",
             markdown_table(header, rows),
         ]
