@@ -241,15 +241,21 @@ class EarlyStopping:
         Readings in a row without improvement that stop EM.
     tol : float, default=0.0
         Least improvement of the held-out score that counts.
+    keep_start : bool, default=True
+        Whether the start itself (the reading before the first step) may be the best.
+        ``False`` compares runs that go on from one common fit with different settings
+        (a prior, say) by where each one leads: otherwise every run whose first readings
+        do not improve on the start returns the start, and the settings tie.
     """
 
-    def __init__(self, score, every=5, patience=3, tol=0.0):
+    def __init__(self, score, every=5, patience=3, tol=0.0, keep_start=True):
         if every < 1 or patience < 1:
             raise ValueError(f"every and patience must be >= 1, got {every}, {patience}.")
         self.score = score
         self.every = int(every)
         self.patience = int(patience)
         self.tol = float(tol)
+        self.keep_start = bool(keep_start)
         self.reset()
 
     def reset(self):
@@ -263,6 +269,8 @@ class EarlyStopping:
         """Read the score after ``n_iter`` steps (every ``every`` steps, or with
         ``force``); ``True`` when EM should stop."""
         if not force and n_iter % self.every:
+            return False
+        if n_iter == 0 and not self.keep_start:
             return False
         value = float(self.score(root_marginal, cpts))
         self.n_readings += 1
@@ -389,9 +397,11 @@ def fit_em(
         else:
             step = 1.0
     if monitor is not None:
-        if not stopped and monitor.best_iter != accepted:  # the last ones were not read
+        if not stopped and (monitor.best is None or monitor.best_iter != accepted):
+            # the last ones were not read
             monitor.update(accepted, root_marginal, cpts, objective, force=True)
-        root_marginal, cpts, objective = monitor.best
+        if monitor.best is not None:
+            root_marginal, cpts, objective = monitor.best
     return root_marginal, cpts, objective, n_iter, converged, history
 
 

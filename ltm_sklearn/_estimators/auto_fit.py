@@ -309,13 +309,14 @@ def select_model(est, moments, rng):
         choice.alpha, choice.alpha_scores, choice.fit = select_alpha(
             est, choice.fit, k_best, train, moments, split, np.random.RandomState(alpha_seed), cap
         )
-        est.alpha_ = choice.alpha  # the members' pseudo-count
+    # what the fits after a choice run with (the chosen pseudo-count and softening)
+    settings = {} if choice.alpha is None else {"alpha": choice.alpha}
     if isinstance(est.softening, str):
         rng_softening = np.random.RandomState(task_seed(base_seed, _SOFTENING))
         choice.softening, choice.softening_scores, choice.fit = select_softening(
-            est, choice.fit, k_best, train, moments, split, rng_softening, cap
+            est, choice.fit, k_best, train, moments, split, rng_softening, cap, settings
         )
-        est.softening_ = choice.softening  # the members' softening
+        settings["softening"] = choice.softening
     if auto_k and isinstance(est.n_members, str):
         # the fit the chosen one grew from: the level below, same tree
         below = [fits[(name_best, k)] for k in choice.k_scores if (name_best, k) in fits]
@@ -326,22 +327,25 @@ def select_model(est, moments, rng):
                 grown_from = below[-1]
         choice.members, choice.member_scores = select_members(
             est, choice.fit, k_best, train, moments, split, base_seed, cap, est.max_iter,
-            grown_from,
+            grown_from, settings,
         )  # fmt: skip
     if est.verbose:
         print(f"chose k'={k_best}, structure={name_best!r}")
     return choice
 
 
-def _continue_with(est, start, k, train_moments, moments, split, rng, max_iter, setting, fits):
+def _continue_with(
+    est, start, k, train_moments, moments, split, rng, max_iter, setting, fits, settings=None
+):
     """``run(value)``: EM from the fit ``start`` (``k`` hidden states) with the
-    ``_polish`` argument ``setting`` at ``value`` (at most ``max_iter`` iterations,
-    stopped early on the held-out rows of ``split``); the fit goes to ``fits[value]`` and
-    its held-out mean log-likelihood per row is returned."""
+    ``_polish`` argument ``setting`` at ``value`` and the others of ``settings`` (at most
+    ``max_iter`` iterations, stopped early on the held-out rows of ``split``); the fit
+    goes to ``fits[value]`` and its held-out mean log-likelihood per row is returned."""
     _, held, unseen = split
 
     def run(value):
-        stopping = early_stopping(est, start.tree, moments, held, unseen)
+        # each value is scored where its own EM leads, not at the common start
+        stopping = early_stopping(est, start.tree, moments, held, unseen, keep_start=False)
         fits[value] = est._polish(
             start.tree,
             train_moments,
@@ -352,7 +356,7 @@ def _continue_with(est, start, k, train_moments, moments, split, rng, max_iter, 
             rng,
             max_iter,
             early_stopping=stopping,
-            **{setting: value},
+            **{**(settings or {}), setting: value},
         )
         return held.mean(est._held_out_log_likelihood(fits[value], moments, held.rows, unseen))
 
@@ -406,7 +410,7 @@ def select_alpha(est, start, k, train_moments, moments, split, rng, max_iter):
     return best, dict(sorted(scores.items())), fits[best]
 
 
-def select_softening(est, start, k, train_moments, moments, split, rng, max_iter):
+def select_softening(est, start, k, train_moments, moments, split, rng, max_iter, settings=None):
     """Data softening by held-out log-likelihood (``softening="auto"``), for the model
     chosen on the same split: ``(softening, scores per value, fit at it)``.
 
@@ -421,7 +425,7 @@ def select_softening(est, start, k, train_moments, moments, split, rng, max_iter
     _, held, unseen = split
     fits = {0.0: start}
     run = _continue_with(
-        est, start, k, train_moments, moments, split, rng, max_iter, "softening", fits
+        est, start, k, train_moments, moments, split, rng, max_iter, "softening", fits, settings
     )
     gain = max(est.tol, TIE_TOL)
     scores = {0.0: held.mean(est._held_out_log_likelihood(start, moments, held.rows, unseen))}
@@ -440,8 +444,9 @@ def select_softening(est, start, k, train_moments, moments, split, rng, max_iter
 
 
 def select_members(
-    est, first, k, train_moments, moments, split, base_seed, cap, max_iter, grown_from
-):
+    est, first, k, train_moments, moments, split, base_seed, cap, max_iter, grown_from,
+    settings=None,
+):  # fmt: skip
     """The fits averaged by ``n_members="auto"``, chosen on the held-out rows of
     ``split`` with the model: ``(fits, scores per number of members)``.
 
@@ -482,11 +487,16 @@ def select_members(
 
     def task(m, kind, effort, last, fit=None):
         seed = task_seed(base_seed, _MEMBERS, m, ("random", "grown").index(kind))
+        chosen = dict(settings or {})
         if fit is not None:
-            return CandidateTask(k, tree, "resume", effort - fit.n_iter, last, seed, fit)
+            return CandidateTask(
+                k, tree, "resume", effort - fit.n_iter, last, seed, fit, settings=chosen
+            )
         if kind == "random":
-            return CandidateTask(k, tree, "random", effort, last, seed)
-        return CandidateTask(k, tree, "grown", effort, last, seed, grown_from, _GROW_NOISE)
+            return CandidateTask(k, tree, "random", effort, last, seed, settings=chosen)
+        return CandidateTask(
+            k, tree, "grown", effort, last, seed, grown_from, _GROW_NOISE, settings=chosen
+        )
 
     def averaged(ll, m):
         """Held-out log-likelihoods of the average of the kept fits and one more, the

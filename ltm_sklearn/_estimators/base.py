@@ -334,13 +334,13 @@ class BaseLatentTree(
             return min(self.max_iter, _REFIT_MAX_ITER)
         return self.max_iter
 
-    def _resume(self, fit, moments, k, rng, max_iter, early_stopping=None):
+    def _resume(self, fit, moments, k, rng, max_iter, early_stopping=None, **settings):
         """EM from ``fit`` (``k`` states per hidden node) for at most ``max_iter`` more
-        iterations on ``moments``; the iterations of ``fit`` are counted in the result's
-        ``n_iter``."""
+        iterations on ``moments``, with the ``_polish`` arguments ``settings``; the
+        iterations of ``fit`` are counted in the result's ``n_iter``."""
         more = self._polish(
             fit.tree, moments, k, fit.root_marginal, fit.cpts, fit.extras, rng, max_iter,
-            early_stopping=early_stopping,
+            early_stopping=early_stopping, **settings,
         )  # fmt: skip
         more.n_iter += fit.n_iter
         return more

@@ -17,7 +17,7 @@ is estimated to take longer than :data:`SIDE_BY_SIDE_SECONDS` one after another.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -80,6 +80,10 @@ class CandidateTask:
         The fit that ``"grown"`` and ``"resume"`` start from.
     noise : float, default=None
         Relative perturbation of the copied states (``"grown"``).
+    settings : dict
+        Keyword arguments of the estimator's ``_polish`` (``alpha``, ``softening``): the
+        values a selection chose, for the fits after the choice (not for ``"own"``,
+        whose start precedes any choice).
     """
 
     k: int
@@ -90,6 +94,7 @@ class CandidateTask:
     seed: int
     fit: FittedModel | None = None
     noise: float | None = None
+    settings: dict = field(default_factory=dict)
 
 
 def task_seed(base, *key):
@@ -98,14 +103,17 @@ def task_seed(base, *key):
     return int(np.random.SeedSequence([int(base), *map(int, key)]).generate_state(1)[0])
 
 
-def early_stopping(est, tree, moments, held, unseen):
-    """EM's stopping rule on the held-out rows of a selection."""
+def early_stopping(est, tree, moments, held, unseen, keep_start=True):
+    """EM's stopping rule on the held-out rows of a selection (``keep_start``: as in
+    :class:`~ltm_sklearn._algorithms.em.EarlyStopping`)."""
 
     def score(root, cpts):
         fitted = FittedModel(tree, root, cpts)
         return held.mean(est._held_out_log_likelihood(fitted, moments, held.rows, unseen))
 
-    return EarlyStopping(score, every=CHECK_EVERY, patience=CHECK_PATIENCE, tol=TIE_TOL)
+    return EarlyStopping(
+        score, every=CHECK_EVERY, patience=CHECK_PATIENCE, tol=TIE_TOL, keep_start=keep_start
+    )
 
 
 def run_task(est, task, train, moments=None, held=None, unseen=None):
@@ -128,21 +136,23 @@ def _run_task(est, task, train, moments, held, unseen):
     rng = np.random.RandomState(task.seed)
     stopping = early_stopping(est, task.tree, moments, held, unseen) if task.stop_early else None
     if task.start == "resume":
-        fitted = est._resume(task.fit, train, task.k, rng, task.max_iter, stopping)
+        fitted = est._resume(task.fit, train, task.k, rng, task.max_iter, stopping, **task.settings)
     elif task.start == "grown":
         root, cpts = task.fit.root_marginal, task.fit.cpts
         fitted = est._polish(
             task.tree, train, task.k, root, cpts, {}, rng, task.max_iter, noise=task.noise,
-            early_stopping=stopping,
+            early_stopping=stopping, **task.settings,
         )  # fmt: skip
     elif task.start == "random":
         n_states = node_states(task.tree, train.n_states, task.k)
         root, cpts = random_cpts(task.tree, n_states, rng)
         fitted = est._polish(
             task.tree, train, task.k, root, cpts, {}, rng, task.max_iter,
-            early_stopping=stopping,
+            early_stopping=stopping, **task.settings,
         )  # fmt: skip
     elif task.start == "own":
+        if task.settings:
+            raise ValueError("A task from the estimator's own start takes no settings.")
         fitted = est._fit_parameters(
             task.tree, train, task.k, rng, max_iter=task.max_iter, early_stopping=stopping
         )
