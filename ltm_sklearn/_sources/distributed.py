@@ -10,7 +10,11 @@ counts. The passes over the data:
    exactly as ``fit`` sorts them);
 2. the statistics of every partition, encoded with those categories and merged in a tree
    (pair and singleton tables exact, the sample for the tree search's held-out split and
-   the first EM iterations);
+   the first EM iterations, and the distinct rows with their counts while the merged
+   ones number at most ``SAMPLE_ROWS``: then EM reads every row and needs no pass 4; a
+   partition's distinct rows travel up the tree until a merge holds too many, so on
+   tables with many distinct rows this pass moves up to ``SAMPLE_ROWS`` rows' codes per
+   partition between the workers);
 3. every projected moment the estimator asks for (exact: the projections are known by
    then, and every partition is read again);
 4. one pass per EM iteration on all rows (after EM has converged on the sample), with
