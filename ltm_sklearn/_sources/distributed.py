@@ -10,11 +10,10 @@ counts. The passes over the data:
    exactly as ``fit`` sorts them);
 2. the statistics of every partition, encoded with those categories and merged in a tree
    (pair and singleton tables exact, the sample for the tree search's held-out split and
-   the first EM iterations, and the distinct rows with their counts while the merged
-   ones number at most ``SAMPLE_ROWS``: then EM reads every row and needs no pass 4; a
-   partition's distinct rows travel up the tree until a merge holds too many, so on
-   tables with many distinct rows this pass moves up to ``SAMPLE_ROWS`` rows' codes per
-   partition between the workers);
+   the first EM iterations, and the 64-bit hashes of the distinct rows while the merged
+   ones number at most ``SAMPLE_ROWS``);
+   2b. only when they do: the distinct rows with their counts (at most ``SAMPLE_ROWS``),
+   so that EM reads every row, as ``fit`` does, and needs no pass 4;
 3. every projected moment the estimator asks for (exact: the projections are known by
    then, and every partition is read again);
 4. one pass per EM iteration on all rows (after EM has converged on the sample), with
@@ -35,6 +34,7 @@ from .._algorithms.em import unique_rows
 from .._engine.encoding import _key
 from .._engine.inference import CodeEvidence, expected_counts
 from .._engine.moments import MomentEstimator, _add
+from .._engine.row_keys import row_hash
 from . import streaming
 from .streaming import RowStatistics, StatisticsMoments
 
@@ -97,15 +97,31 @@ def _union(parts):
 
 def _block_statistics(block, values, sample_rows, seed, offset, key_limit):
     """Statistics of one block, encoded with the final category lists ``values``; only
-    rows whose sampling key is below ``key_limit`` are candidates for the sample."""
+    rows whose sampling key is below ``key_limit`` are candidates for the sample. With
+    them the hashes of the block's distinct rows (``None`` if more than ``sample_rows``):
+    the rows themselves travel only once their union is known to be small (pass 2b)."""
     stats = _seeded(values, sample_rows, seed)
+    stats.distinct = None  # counted by hashes here, gathered in pass 2b
     stats._threshold = key_limit
     codes = stats.encode(block)
     stats.n_rows = offset  # row numbers of the sample continue the global order
     n = codes.shape[1]
     stats.add_codes(codes, np.ones(n), None, np.random.default_rng(seed).random(n))
     stats.n_rows -= offset
-    return stats
+    hashes = np.unique(row_hash(codes, seed=0))
+    return stats, (hashes if hashes.size <= sample_rows else None)
+
+
+def _block_distinct(block, encoder):
+    """The distinct rows of a block in the final codes, with their counts."""
+    return unique_rows(_block_codes(block, encoder), np.ones(len(block)))
+
+
+def _merge_distinct(parts):
+    codes, counts = unique_rows(
+        np.concatenate([c for c, _ in parts], axis=1), np.concatenate([w for _, w in parts])
+    )
+    return codes.astype(np.int32), counts
 
 
 def _seeded(values, sample_rows, seed):
@@ -115,11 +131,18 @@ def _seeded(values, sample_rows, seed):
     return stats
 
 
-def _merge(stats):
-    first = stats[0]
-    for other in stats[1:]:
+def _merge(parts):
+    """Merge ``(statistics, hashes of the distinct rows)`` of blocks; the hashes are
+    dropped (``None``) once there are more than the sample's rows."""
+    first, hashes = parts[0]
+    for other, more in parts[1:]:
         first.merge(other)
-    return first
+        if hashes is not None and more is not None:
+            hashes = np.union1d(hashes, more)
+            hashes = hashes if hashes.size <= first.sample_rows else None
+        else:
+            hashes = None
+    return first, hashes
 
 
 def _block_codes(block, encoder):
@@ -278,9 +301,14 @@ def dask_moments(X, categories="auto", random_state=None, n_jobs=None):
         task(b, final, sample_rows, int(s), int(o), key_limit)
         for b, s, o in zip(blocks, seeds, offsets)
     ]
-    (merged,) = dask.compute(_tree_reduce(parts, _merge))
+    ((merged, hashes),) = dask.compute(_tree_reduce(parts, _merge))
     if merged.n_rows == 0:
         raise ValueError("The Dask collection has no rows: there is nothing to fit.")
+    if hashes is not None and merged.compact().sample_codes.shape[1] < merged.n_rows:
+        # pass 2b: few distinct rows - every one of them, with its count
+        task = dask.delayed(_block_distinct, pure=True)
+        parts = [task(b, encoder) for b in blocks]
+        (merged.distinct,) = dask.compute(_tree_reduce(parts, _merge_distinct))
     identity = [np.arange(len(c)) for c in final]
     base = merged.moments(encoder, identity, n_jobs)
     moments = DaskMoments(base.codes, base.n_states, base.sample_weight, base.n_jobs)
