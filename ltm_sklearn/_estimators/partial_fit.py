@@ -4,8 +4,9 @@ from them when it is first read.
 :class:`PartialFitMixin` keeps the exact additive statistics of every batch
 (:class:`~ltm_sklearn._sources.streaming.RowStatistics`) and marks the model stale; the
 first read of a fitted attribute after a call (``tree_``, ``cpts_``, ... - the names of
-:data:`STREAM_BUILT`) builds it with the estimator's own ``_fit_moments``, so a stream of
-batches costs about one fit, however many batches there are.
+:data:`STREAM_BUILT`, each a :class:`BuiltFromStream` descriptor of the class) builds it
+with the estimator's own ``_fit_moments``, so a stream of batches costs about one fit,
+however many batches there are.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .._sources.streaming import RowStatistics
 from .sklearn_internals import check_sample_weight
 from .validation import reset_fitted_state
 
-__all__ = ["PartialFitMixin", "STREAM_BUILT"]
+__all__ = ["PartialFitMixin", "STREAM_BUILT", "BuiltFromStream"]
 
 #: what partial_fit rebuilds from its statistics (when first read after a call)
 STREAM_BUILT = (
@@ -104,10 +105,39 @@ class PartialFitMixin:
         self.categories_ = encoder.categories_
         self._fit_moments(self._stream.moments(encoder, perms, self.n_jobs))
 
-    def __getattr__(self, name):
-        # after partial_fit the model is built when first read
-        if name in STREAM_BUILT and self.__dict__.get("_stream_stale"):
-            self._build_from_stream()
-            if name in self.__dict__:
-                return self.__dict__[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+class BuiltFromStream:
+    """A fitted attribute that ``partial_fit`` builds when it is first read after a call.
+
+    A data descriptor of the estimator's class: the value lives in the instance's
+    ``__dict__`` (where ``fit`` puts it and ``vars`` finds it), and a read while the
+    model is stale first builds the model from the statistics
+    (:meth:`PartialFitMixin._build_from_stream`)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __get__(self, est, owner=None):
+        if est is None:
+            return self
+        if est.__dict__.get("_stream_stale"):
+            est._build_from_stream()
+        try:
+            return est.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(
+                f"{type(est).__name__!r} object has no attribute {self.name!r}"
+            ) from None
+
+    def __set__(self, est, value):
+        est.__dict__[self.name] = value
+
+    def __delete__(self, est):
+        if est.__dict__.pop(self.name, _MISSING) is _MISSING:
+            raise AttributeError(self.name)
+
+
+_MISSING = object()
+for _name in STREAM_BUILT:
+    setattr(PartialFitMixin, _name, BuiltFromStream(_name))
+del _name
