@@ -275,7 +275,8 @@ def report():
             "later session, in which `after`'s code fitted digits in 16.8 s (its cell: "
             "17.6 s, the same score). At 8a49974 (the races alone) plants scored -12.467 "
             "with 3 members in 166 s: the members kept move the score by 0.02-0.08 on "
-            "plants.",
+            "plants (`debd-plants@<seed>`: the same fit with other values of "
+            "random_state).",
             "",
             markdown_table(header, rows),
         ]
