@@ -29,13 +29,7 @@ from .._engine.tree import LatentTree
 from .fits import FittedModel
 from .selection import TIE_TOL
 
-__all__ = [
-    "CandidateTask",
-    "task_seed",
-    "run_task",
-    "run_tasks",
-    "early_stopping",
-]
+__all__ = ["CandidateTask", "task_seed", "run_task", "run_tasks", "early_stopping"]
 
 #: EM's held-out stopping rule in a selection: a reading every ``CHECK_EVERY`` steps,
 #: stop after ``CHECK_PATIENCE`` readings without improvement
@@ -167,8 +161,8 @@ def _estimated_seconds(task, n_rows):
     """Seconds the task would take in this process: its EM iterations times an E-step
     (:data:`_EDGE_SECONDS`, :data:`_MULTIPLY_ADD_SECONDS`), and the estimator's own
     start (:data:`_START_SECONDS` per hidden node). With one hidden state EM stops
-    after its second step (every hidden node is constant: the first step reaches the
-    optimum)."""
+    within three steps (every hidden node is constant: the first step reaches the
+    optimum, the next ones confirm it)."""
     tree = task.tree
     hidden = len(tree.hidden_nodes)
     step = (tree.n_nodes - 1) * _EDGE_SECONDS + hidden * n_rows * task.k**2 * 3 * (
