@@ -36,7 +36,7 @@ from .._engine.inference import CodeEvidence, expected_counts
 from .._engine.moments import MomentEstimator, _add
 from .._engine.row_keys import row_hash
 from . import streaming
-from .streaming import RowStatistics, StatisticsMoments
+from .streaming import RowStatistics, StatisticsMoments, merge_distinct
 
 __all__ = ["dask_moments", "DaskMoments"]
 
@@ -115,13 +115,6 @@ def _block_statistics(block, values, sample_rows, seed, offset, key_limit):
 def _block_distinct(block, encoder):
     """The distinct rows of a block in the final codes, with their counts."""
     return unique_rows(_block_codes(block, encoder), np.ones(len(block)))
-
-
-def _merge_distinct(parts):
-    codes, counts = unique_rows(
-        np.concatenate([c for c, _ in parts], axis=1), np.concatenate([w for _, w in parts])
-    )
-    return codes.astype(np.int32), counts
 
 
 def _seeded(values, sample_rows, seed):
@@ -308,7 +301,7 @@ def dask_moments(X, categories="auto", random_state=None, n_jobs=None):
         # pass 2b: few distinct rows - every one of them, with its count
         task = dask.delayed(_block_distinct, pure=True)
         parts = [task(b, encoder) for b in blocks]
-        (merged.distinct,) = dask.compute(_tree_reduce(parts, _merge_distinct))
+        (merged.distinct,) = dask.compute(_tree_reduce(parts, merge_distinct))
     identity = [np.arange(len(c)) for c in final]
     base = merged.moments(encoder, identity, n_jobs)
     moments = DaskMoments(base.codes, base.n_states, base.sample_weight, base.n_jobs)

@@ -47,7 +47,7 @@ from .._engine.encoding import (
 )
 from .._engine.moments import _MAX_GRAM_WIDTH, MomentEstimator, _gram_sums, _normalise
 
-__all__ = ["RowStatistics", "StatisticsMoments", "SAMPLE_ROWS"]
+__all__ = ["RowStatistics", "StatisticsMoments", "SAMPLE_ROWS", "merge_distinct"]
 
 #: rows kept in the uniform sample of a stream (codes of every column)
 SAMPLE_ROWS = 200_000
@@ -189,11 +189,8 @@ class RowStatistics:
         queue = self.__dict__.pop("_distinct_queue", [])
         if self.distinct is None or not queue:
             return self
-        parts = [self.distinct, *queue]
-        codes, w = unique_rows(
-            np.concatenate([c for c, _ in parts], axis=1), np.concatenate([w for _, w in parts])
-        )
-        self.distinct = (codes.astype(np.int32), w) if w.size <= self.sample_rows else None
+        codes, w = merge_distinct([self.distinct, *queue])
+        self.distinct = (codes, w) if w.size <= self.sample_rows else None
         return self
 
     def compact(self):
@@ -291,6 +288,15 @@ class RowStatistics:
         moments.total_weight = self.weight
         moments.sampled = sampled
         return moments
+
+
+def merge_distinct(parts):
+    """``(codes, weights)`` of the distinct rows of several ``(codes, weights)``, their
+    weights summed (rows of weight zero dropped)."""
+    codes, w = unique_rows(
+        np.concatenate([c for c, _ in parts], axis=1), np.concatenate([w for _, w in parts])
+    )
+    return codes.astype(np.int32), w
 
 
 def _grow(gram, old_sizes, sizes):
