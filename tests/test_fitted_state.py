@@ -19,10 +19,10 @@ def _codes(n=600, seed=0):
 
 def test_reset_removes_fitted_and_private_state_only():
     est = SpectralLatentTree()
-    est.tree_, est._encoder, est._other, est.n_features_in_ = 1, 2, 3, 4
+    est.tree_, est._leaves, est._other, est.n_features_in_ = 1, 2, 3, 4
     reset_fitted_state(est)
     assert not hasattr(est, "tree_") and not hasattr(est, "n_features_in_")
-    assert "_encoder" not in vars(est)
+    assert "_leaves" not in vars(est)
     assert est._other == 3  # not state of a fit
     assert est.get_params() == SpectralLatentTree().get_params()  # parameters untouched
 

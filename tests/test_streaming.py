@@ -103,7 +103,8 @@ def test_beyond_the_sample_pairs_stay_exact(data, monkeypatch):
     ref = SpectralLatentTree(2, random_state=0).fit(X)
     from ltm_sklearn._engine.moments import MomentEstimator
 
-    exact = MomentEstimator(ref._encoder.transform(X), ref._encoder.n_states_)
+    encoder = ref._leaves.encoder
+    exact = MomentEstimator(encoder.transform(X), encoder.n_states_)
     for key, table in exact.all_pairs().items():
         np.testing.assert_allclose(moments.pair(*key), table, atol=1e-12)
     assert abs(est.score(T) - ref.score(T)) < 0.05

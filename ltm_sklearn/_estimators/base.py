@@ -11,11 +11,12 @@ of a fit and a selection's candidates (:mod:`.structures`), the queries (:mod:`.
   from the moments (the estimator's own algorithm), and anything it wants to keep
   (``extras``, e.g. the raw observable representation of the spectral algorithm).
 
-A model of other data (:class:`~ltm_sklearn.KernelLatentTree`) also overrides the data
-hooks (``_validate_X``, ``_fit_encoding``, ``_encode``, ``_moments``, ``_unseen_proba``,
-``_evidence``, ``_decode``, ``_row_values``), the structure hooks (``_learn_tree``,
-``_tree_rank``, ``_auto_candidates``) and the model hooks (``_fit_parameters``,
-``_held_out_log_likelihood``, ``_log_likelihood``).
+Everything that depends on what the columns hold - encoding, moments, evidence,
+scoring, decoding - is the estimator's leaf model, made by the hook ``_make_leaves``
+(:mod:`~ltm_sklearn._algorithms.leaves`; categorical columns here). A model of other
+data (:class:`~ltm_sklearn.KernelLatentTree`) gives its own leaf model and overrides the
+model hooks ``_fit_parameters`` and ``_second_start`` and the structure hooks
+``_learn_tree`` and ``_tree_rank`` (with the class attribute ``_auto_structures``).
 
 The model
 ---------
@@ -47,7 +48,6 @@ from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
-import pandas as pd
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -60,13 +60,12 @@ from .._algorithms.em import (
     polish,
     random_cpts,
 )
+from .._algorithms.leaves import CategoricalLeaves
 from .._algorithms.structure import (
     STRUCTURE_METHODS,
 )
 from .._algorithms.tensor import expand_states, tensor_cpts
-from .._engine.encoding import CategoricalEncoder, declared_categories
-from .._engine.inference import CodeEvidence, log_likelihood, release_buffers
-from .._engine.moments import MomentEstimator
+from .._engine.inference import release_buffers
 from .._engine.tree import LatentTree, canonical_root
 from .._engine.user_frames import user_stacklevel
 from .._sources.distributed import dask_moments
@@ -174,27 +173,13 @@ class BaseLatentTree(
             ensure_min_samples=1,
         )
 
-    def _fit_encoding(self, X, declared, sample_weight=None):
-        """Learn the categories (given, declared by pandas, or observed) and encode ``X``."""
-        given = self.categories
-        if isinstance(given, str):
-            given = declared
-        self._encoder = CategoricalEncoder("auto" if given is None else given)
-        names = getattr(self, "feature_names_in_", None)
-        if sample_weight is not None and not np.all(sample_weight > 0):
-            # a row of weight zero is a row left out: its values are not categories
-            self._encoder.fit_transform(X[sample_weight > 0], names)
-            codes = self._encoder.transform(X)
-        else:
-            codes = self._encoder.fit_transform(X, names)
-        self.categories_ = self._encoder.categories_
-        return codes
+    def _make_leaves(self):
+        """The leaf model of the columns (:mod:`~ltm_sklearn._algorithms.leaves`):
+        categorical columns, their categories given, declared by pandas or observed."""
+        return CategoricalLeaves(self.categories)
 
     def _encode(self, X):
-        return self._encoder.transform(X)
-
-    def _moments(self, codes, sample_weight):
-        return MomentEstimator(codes, self._encoder.n_states_, sample_weight, n_jobs=self.n_jobs)
+        return self._leaves.transform(X)
 
     # ------------------------------------------------------------------ fit
     @fit_context(prefer_skip_nested_validation=True)
@@ -223,24 +208,32 @@ class BaseLatentTree(
                 raise ValueError(
                     "sample_weight is not supported with Dask input; fit in memory, or repeat rows."
                 )
-            moments, self._encoder, names = dask_moments(
+            moments, encoder, names = dask_moments(
                 X, self.categories, self.random_state, self.n_jobs
             )
             if names is not None:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
             self.n_features_in_ = len(moments.n_states)
-            self.categories_ = self._encoder.categories_
+            self._set_leaves(CategoricalLeaves.from_encoder(encoder, self.categories))
             self._fit_moments(moments)
             return self
-        declared = declared_categories(X)
+        leaves = self._make_leaves()
+        leaves.inspect(X)  # before validation turns a DataFrame into an array
         X = self._validate_X(X, reset=True)
         sample_weight = check_sample_weight(sample_weight, X, dtype=float, ensure_non_negative=True)
         if sample_weight.sum() <= 0:
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
-        codes = self._fit_encoding(X, declared, sample_weight)
-        moments = self._moments(codes, sample_weight)
-        self._fit_moments(moments)
+        names = getattr(self, "feature_names_in_", None)
+        data = leaves.fit_transform(X, sample_weight, names, self.random_state)
+        self._set_leaves(leaves)
+        self._fit_moments(leaves.moments(data, sample_weight, self.n_jobs))
         return self
+
+    def _set_leaves(self, leaves):
+        """Keep the fitted leaf model and set its public attributes (``categories_``)."""
+        self._leaves = leaves
+        for name, value in leaves.fitted_attributes().items():
+            setattr(self, name, value)
 
     def _fit_moments(self, moments):
         """Everything after the encoding: ``k'`` and the tree (given, learned or selected)
@@ -393,7 +386,7 @@ class BaseLatentTree(
         return tensor_cpts(tree, moments, k, random_state=rng)
 
     def _unseen_proba(self, moments):
-        return np.array([1.0 / (c.size + t + 1.0) for c, t in moments.singleton_counts()])
+        return self._leaves.unseen_proba(moments)
 
     def _fit_parameters(
         self, tree, moments, k, rng, max_iter=None, second_start=False, early_stopping=None
@@ -501,21 +494,16 @@ class BaseLatentTree(
     # ------------------------------------------------------------------ scoring
     def _held_out_log_likelihood(self, fitted, moments, rows, unseen_proba):
         """Log-likelihood of the training ``rows`` of ``moments`` under ``fitted`` (the
-        held-out rows of ``structure="auto"``)."""
-        return self._model_log_likelihood(fitted, moments.codes[:, rows], unseen_proba)
+        held-out rows of a selection)."""
+        return self._leaves.log_likelihood(fitted, self._leaves.rows(moments, rows), unseen_proba)
 
-    def _model_log_likelihood(self, fitted, codes, unseen_proba):
-        ev = CodeEvidence(codes, self._encoder.n_states_, unseen_proba)
-        return log_likelihood(fitted.tree, fitted.root_marginal, fitted.cpts, ev)
+    def _evidence(self, data):
+        """Evidence of the observed nodes for encoded rows."""
+        return self._leaves.evidence(data, self.unseen_proba_)
 
-    def _evidence(self, codes):
-        """Evidence of the observed nodes for encoded rows (the hook of the continuous
-        model, whose leaves send densities instead of category codes)."""
-        return CodeEvidence(codes, self._encoder.n_states_, self.unseen_proba_)
-
-    def _log_likelihood(self, codes):
+    def _log_likelihood(self, data):
         fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
-        return self._model_log_likelihood(fitted, codes, self.unseen_proba_)
+        return self._leaves.log_likelihood(fitted, data, self.unseen_proba_)
 
     def score_samples(self, X):
         """Log-likelihood ``log p(x)`` of each row; NaN entries are marginalised out.
@@ -555,17 +543,14 @@ class BaseLatentTree(
         return float(np.average(values, weights=sample_weight))
 
     def _shared_params(self):
-        """Parameters that make per-class models of a classifier share this fit's tree."""
-        return {"tree": self.tree_}
+        """Parameters that make per-class models of a classifier share this fit's tree
+        (and its leaves' settings)."""
+        return {"tree": self.tree_, **self._leaves.shared_params()}
 
     def _shared_encoding(self, X, declared):
         """Parameters that make per-class models of a classifier share one encoding,
         learned from all rows (``declared``: pandas' declared categories)."""
-        given = declared if declared is not None else "auto"
-        names = list(X.columns) if isinstance(X, pd.DataFrame) else None
-        encoder = CategoricalEncoder(given)
-        encoder.fit_transform(X, names)
-        return {"categories": encoder.categories_}
+        return self._make_leaves().shared_encoding(X, declared)
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):

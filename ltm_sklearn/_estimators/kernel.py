@@ -31,9 +31,10 @@ every column is a mixture of Gaussian bumps at its landmarks
 recovery on the nearest-landmark discretisation and are polished by EM with the bump
 densities as soft evidence.
 
-One concept, the kernel model's estimator: its data hooks (the mixed-column encoding of
-:mod:`~ltm_sklearn._engine.mixed_columns`, feature maps, bandwidths) and model hooks (the
-moment start, EM on bump evidence, scoring); about a third of the module is the class
+One concept, the kernel model's estimator: its leaf model (bumps at landmarks, with the
+mixed-column encoding, feature maps and bandwidths:
+:class:`~ltm_sklearn._algorithms.leaves.BumpLeaves`), its model hooks (the moment start,
+EM on bump evidence) and its structure hooks; much of the module is the class
 docstring. The Gaussian form is in :mod:`.kernel_forms`, the conditional queries in
 :mod:`.kernel_queries`.
 """
@@ -43,17 +44,9 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-import pandas as pd
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
 
 from .._algorithms.em import fit_em
-from .._algorithms.kernel_leaves import (
-    bump_evidence,
-    code_evidence,
-    nearest_centre,
-    select_bandwidth,
-)
+from .._algorithms.leaves import BumpLeaves
 from .._algorithms.spectral import explicit_from_representation, fit_spectral, spectral_log_abs
 from .._algorithms.structure import (
     chow_liu,
@@ -64,15 +57,11 @@ from .._algorithms.structure import (
     nonparanormal_distance,
 )
 from .._algorithms.tensor import expand_states
-from .._engine.encoding import CategoricalEncoder, check_unique_columns
-from .._engine.inference import DenseEvidence, log_likelihood
-from .._engine.kernel_features import KernelMoments, RBFFeatureMap
-from .._engine.mixed_columns import MixedEncoder, categorical_mask
-from .._engine.moments import MomentEstimator
+from .._engine.encoding import check_unique_columns
 from .._engine.tree import LatentTree
 from .base import BaseLatentTree, FittedModel
-from .kernel_forms import GaussianFormMixin, answered_by_gaussian_form
-from .kernel_queries import SCORE_BLOCK, KernelQueryMixin
+from .kernel_forms import GaussianFormMixin
+from .kernel_queries import KernelQueryMixin
 from .sklearn_internals import (
     Interval,
     StrOptions,
@@ -81,23 +70,16 @@ from .sklearn_internals import (
 )
 from .structures import _K_FREE_STRUCTURES
 from .validation import (
-    as_fitted_frame,
     check_frame_dtypes,
     is_dask_collection,
     reset_fitted_state,
 )
 
-#: leaf bandwidths tried per column, as multiples of Silverman's ``1.06 n^(-1/5)`` (in
-#: standard deviations of the column)
-BANDWIDTH_FACTORS = (0.125, 0.25, 0.5, 1.0, 2.0)
-#: bandwidth of the wide bump of every column (centred at its mean, in standard
-#: deviations): values beyond the landmarks keep a sensible density
-WIDE_BUMP = 3.0
 #: EM of the explicit model reads at most this many evidence entries (rows x centres);
 #: larger data are subsampled (weighted) for EM
 MAX_EVIDENCE_ENTRIES = 25_000_000
 
-__all__ = ["KernelLatentTree", "KernelEvaluation"]
+__all__ = ["KernelLatentTree"]
 
 # Reconstruction methods on the kernel metric, and the baseline metrics (with NJ).
 KERNEL_STRUCTURES = (
@@ -114,43 +96,6 @@ KERNEL_STRUCTURES = (
 )
 #: candidate structures compared by ``structure="auto"``
 KERNEL_AUTO_CANDIDATES = ("chow_liu", "me", "star")
-
-
-class _KernelData:
-    """Training data with its stacked features (shared by the per-class moments)."""
-
-    def __init__(self, X, features):
-        self.X = X
-        self.features = features
-
-
-class KernelEvaluation:
-    """Rows to score, evaluated lazily column by column on the fitted feature maps.
-
-    Plays the role of the category codes in
-    :func:`~ltm_sklearn._algorithms.spectral.spectral_log_abs`:
-    the message of leaf ``j`` is ``table^T phi_j(x_j)``; a NaN entry sends the integral
-    row of the table.
-    """
-
-    def __init__(self, feature_map, X):
-        self.feature_map = feature_map
-        self.X = X
-        self._features = {}
-
-    @property
-    def shape(self):
-        return (self.X.shape[1], self.X.shape[0])
-
-    def leaf_messages(self, j, table):
-        m = table.shape[0] - 2
-        if j not in self._features:
-            self._features[j] = self.feature_map.transform_column(j, self.X[:, j])
-        msg = (self._features[j] @ table[:m]).T
-        missing = np.isnan(self.X[:, j])
-        if missing.any():
-            msg[:, missing] = table[m][:, None]
-        return msg
 
 
 class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
@@ -421,118 +366,23 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         held-out rows) need every row of a column."""
 
     # ------------------------------------------------------------------ data hooks
-    _allowed_kinds = "biufOSUb"
-
-    def _validate_X(self, X, reset):
-        check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
-        if reset:
-            self.is_categorical_ = categorical_mask(X, self.categorical_features)
-        return validate_data(
-            self, X, reset=reset, dtype=None, ensure_all_finite="allow-nan", ensure_min_samples=1
+    def _make_leaves(self):
+        """Bumps at landmarks for the continuous columns, categories for the others
+        (:class:`~ltm_sklearn._algorithms.leaves.BumpLeaves`)."""
+        return BumpLeaves(
+            self.categorical_features,
+            self.categories,
+            self.n_landmarks,
+            self.bandwidth_scale,
+            self.bandwidth,
+            owner=type(self).__name__,
         )
-
-    def _n_categories(self):
-        return self._columns.n_categories_
-
-    def _fit_encoding(self, X, declared, sample_weight=None):
-        names = getattr(self, "feature_names_in_", None)
-        self._columns = MixedEncoder(
-            self.categorical_features, self.categories, owner=type(self).__name__
-        )
-        Z = self._columns.fit_transform(X, self.is_categorical_, declared, sample_weight, names)
-        self.categories_ = self._columns.categories_
-        self.center_, self.scale_ = self._columns.center_, self._columns.scale_
-        d = X.shape[1]
-        numeric = ~self.is_categorical_
-        bandwidths = None
-        if self.bandwidth is not None:
-            bandwidths = np.asarray(self.bandwidth, dtype=float).ravel()
-            if bandwidths.shape != (d,) or not np.all(bandwidths[numeric] > 0):
-                raise ValueError(
-                    f"bandwidth must hold {d} values (one per column), positive for the "
-                    f"continuous columns, got {self.bandwidth!r}."
-                )
-        if bandwidths is not None:
-            bandwidths = bandwidths / self.scale_
-        scale = 1.0 if self.bandwidth_scale is None else self.bandwidth_scale
-        self.feature_map_ = RBFFeatureMap(
-            self.n_landmarks, scale, bandwidths, n_categories=self._n_categories()
-        )
-        self.feature_map_.fit(Z, sample_weight)
-        # the landmarks, and one wide bump at the centre that holds the tails
-        self.centres_ = [
-            np.append(c, 0.0) if num else None
-            for c, num in zip(self.feature_map_.landmarks_, numeric)
-        ]
-        if bandwidths is not None or self.bandwidth_scale is not None:
-            leaf = np.asarray(self.feature_map_.bandwidths_, dtype=float)
-            self.bandwidth_scores_ = None
-        else:
-            leaf, self.bandwidth_scores_ = self._select_bandwidths(Z, sample_weight)
-        self._leaf_widths = [
-            None if c is None else np.append(np.full(c.size - 1, b), WIDE_BUMP)
-            for c, b in zip(self.centres_, leaf)
-        ]
-        self.bandwidths_ = np.where(numeric, leaf * self.scale_, np.nan)
-        return _KernelData(Z, self.feature_map_.transform(Z))
-
-    def _select_bandwidths(self, Z, sample_weight):
-        """Per continuous column, the bump bandwidth of highest held-out likelihood of the
-        column's marginal mixture among ``BANDWIDTH_FACTORS`` x Silverman's rule."""
-        rng = check_random_state(self.random_state)
-        w = np.ones(Z.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
-        chosen, scores = np.full(Z.shape[1], np.nan), [None] * Z.shape[1]
-        for j in np.flatnonzero(~self.is_categorical_):
-            n_obs = max(int(np.sum(~np.isnan(Z[:, j]) & (w > 0))), 2)
-            silverman = 1.06 * n_obs**-0.2
-            chosen[j], scores[j] = select_bandwidth(
-                Z[:, j],
-                w,
-                self.centres_[j],
-                [f * silverman for f in BANDWIDTH_FACTORS],
-                rng,
-                wide=WIDE_BUMP,
-            )
-        return chosen, scores
-
-    def _encode(self, X):
-        return KernelEvaluation(self.feature_map_, self._columns.transform(X))
-
-    def _moments(self, data, sample_weight):
-        return KernelMoments(self.feature_map_, data.X, sample_weight, features=data.features)
-
-    def _unseen_proba(self, moments):
-        """``1 / (n_j + W_j + 1)`` for a categorical column (as in the discrete
-        estimators), 0 for a continuous one."""
-        n_cat = self._n_categories()
-        weight = moments.sample_weight @ ~np.isnan(moments.X)
-        return np.where(n_cat > 0, 1.0 / (n_cat + weight + 1.0), 0.0)
-
-    def _leaf_sizes(self):
-        """States of every column's leaf: its bumps, or its categories."""
-        return [len(c) if c is not None else n for c, n in zip(self.centres_, self._n_categories())]
-
-    def _coarse_moments(self, moments):
-        """Category moments of the columns discretised to their nearest landmark
-        (categorical columns: their codes)."""
-        Z = moments.X
-        codes = np.stack(
-            [
-                nearest_centre(Z[:, j], c[:-1]) if c is not None else np.nan_to_num(Z[:, j], nan=-1)
-                for j, c in enumerate(self.centres_)
-            ]
-        )
-        return MomentEstimator(codes.astype(np.int32), self._leaf_sizes(), moments.sample_weight)
-
-    def _row_values(self, moments):
-        return moments.X.T
 
     def _second_start(self, tree, moments, k, rng):
         return None  # the explicit recovery reads the columns' landmark codes
 
     # ------------------------------------------------------------------ structure
-    def _auto_candidates(self):
-        return KERNEL_AUTO_CANDIDATES
+    _auto_structures = KERNEL_AUTO_CANDIDATES
 
     def _tree_rank(self, name, k, moments):
         # the kernel metric keeps k' - 1 singular values of operators of any rank
@@ -543,7 +393,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         if method == "star" or n_features == 1:
             return LatentTree.star(n_features)
         if method == "chow_liu":
-            coarse = self._coarse_moments(moments)
+            coarse = self._leaves.coarse_moments(moments)
             return chow_liu(corrected_mutual_information(coarse, moments.sample_weight.sum()))
         if method in ("gaussian", "nonparanormal"):
             if self.is_categorical_.any():
@@ -583,7 +433,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
             observed = tree.with_observed_leaves()
             extras["raw_estimate_"] = fit_spectral(observed, moments, k, np.zeros(d))
         # the nearest landmark of every value (the wide last bump starts empty)
-        coarse = self._coarse_moments(moments)
+        coarse = self._leaves.coarse_moments(moments)
         root, cpts, _ = explicit_from_representation(
             tree, coarse, k, np.zeros(d), fit_spectral, rng
         )
@@ -598,7 +448,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         root, cpts, extras = self._initial_parameters(tree, moments, k, rng)
         rows = np.flatnonzero(moments.sample_weight > 0)
         weights = moments.sample_weight[rows]
-        cap = max(2000, MAX_EVIDENCE_ENTRIES // max(sum(self._leaf_sizes()), 1))
+        cap = max(2000, MAX_EVIDENCE_ENTRIES // max(sum(self._leaves.leaf_sizes()), 1))
         if rows.size > cap:  # a weighted subsample: every row has unit weight
             rows = rng.choice(rows, cap, replace=False, p=weights / weights.sum())
             weights = np.ones(cap)
@@ -615,23 +465,6 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
             early_stopping=early_stopping,
         )
         return FittedModel(tree, root, cpts, objective, n_iter, converged, extras)
-
-    def _evidence(self, Z):
-        """Leaf evidence of standardised rows (a KernelEvaluation or an array): bump
-        densities of the continuous columns (scaled per row and column; the log of the
-        scales is ``evidence.log_scale``), indicators of the categorical ones."""
-        Z = getattr(Z, "X", Z)
-        vectors, log_scale = {}, np.zeros(Z.shape[0])
-        unseen = getattr(self, "unseen_proba_", np.zeros(Z.shape[1]))
-        for j in range(Z.shape[1]):
-            if self.centres_[j] is None:
-                vectors[j] = code_evidence(Z[:, j], len(self.categories_[j]), unseen[j])
-                continue
-            vectors[j], scale = bump_evidence(Z[:, j], self.centres_[j], self._leaf_widths[j])
-            log_scale += scale
-        evidence = DenseEvidence(vectors)
-        evidence.log_scale = log_scale
-        return evidence
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
@@ -670,79 +503,6 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         self.hidden_, self.hidden_scores_ = form, scores
         return self
 
-    def _model_log_density(self, fitted, Z):
-        """Log-density of standardised rows under ``fitted``, in the units of ``X``."""
-        out = np.empty(Z.shape[0])
-        for start in range(0, Z.shape[0], SCORE_BLOCK):
-            ev = self._evidence(Z[start : start + SCORE_BLOCK])
-            out[start : start + SCORE_BLOCK] = (
-                log_likelihood(fitted.tree, fitted.root_marginal, fitted.cpts, ev) + ev.log_scale
-            )
-        # the density of the standardised columns, back in the units of X (Jacobian)
-        jacobian = np.where(np.isnan(Z), 0.0, np.log(self.scale_)).sum(axis=1)
-        return out - jacobian
-
-    def _held_out_log_likelihood(self, fitted, moments, rows, unseen_proba):
-        return self._model_log_density(fitted, moments.X[rows])
-
-    def _log_likelihood(self, data):
-        fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
-        return self._model_log_density(fitted, data.X)
-
-    @answered_by_gaussian_form
-    def score_samples(self, X):
-        """Log-density of each row in the units of ``X`` (times the probability of the
-        categorical entries); NaN entries are marginalised out exactly.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return super().score_samples(X)
-
-    @answered_by_gaussian_form
-    def predict_proba(self, X):
-        """Posterior of the root's states given each row: the root hidden variable of the
-        discrete form (see :meth:`BaseLatentTree.predict_proba`), the discrete root (the
-        component) of the Gaussian form.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_states)
-            Rows sum to 1.
-        """
-        return super().predict_proba(X)
-
-    def predict_hidden_proba(self, X):
-        """Posterior ``P(h | x)`` of every hidden node of the discrete form (see
-        :meth:`BaseLatentTree.predict_hidden_proba`).
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_hidden_nodes, n_states)
-        """
-        if self._gaussian_form():
-            raise AttributeError(
-                "predict_hidden_proba: the Gaussian form's hidden variables are continuous "
-                "and have no states; use conditional_mean on the columns, or predict_proba "
-                "for the discrete root."
-            )
-        return super().predict_hidden_proba(X)
-
-    def sample(self, n_samples=1, random_state=None):
-        """Draw rows from the fitted model.
-
-        Returns
-        -------
-        ndarray or DataFrame of shape (n_samples, n_features)
-            In the units of ``X`` (an object array when there are categorical columns);
-            a DataFrame with the fitted column names after a fit on a DataFrame.
-        """
-        if self._gaussian_form():  # the Gaussian form draws from its own model
-            drawn = self.gaussian_model_.sample(n_samples, random_state)
-            return as_fitted_frame(self, drawn)
-        return super().sample(n_samples, random_state)
-
     def raw_log_abs(self, X):
         """Sign and ``log |p_hat(x)|`` of the raw kernel estimate of Song, Parikh & Xing (NIPS 2011)
         (sections
@@ -752,61 +512,11 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         ``None`` when the tree has no hidden node (``structure_ == "chow_liu"``) and for
         the Gaussian form.
         """
-        if self._gaussian_form():
-            return None
-        if getattr(self, "raw_estimate_", None) is None:
+        if self._gaussian_form() or getattr(self, "raw_estimate_", None) is None:
             return None
         data = self._encode(self._validate_X(X, reset=False))
         sign, logabs = spectral_log_abs(self.raw_estimate_, data)
-        jacobian = np.where(np.isnan(data.X), 0.0, np.log(self.scale_)).sum(axis=1)
-        return sign, logabs - jacobian
-
-    def _decode(self, codes, random_state=None):
-        """Sampled leaf states to values: a bump's centre plus Gaussian noise of its
-        bandwidth, in the units of ``X``, or a category (an object array when there are
-        categorical columns)."""
-        rng = check_random_state(random_state)
-        columns = []
-        for j in range(codes.shape[1]):
-            c = codes[:, j]
-            if self.centres_[j] is None:
-                columns.append(np.asarray(self.categories_[j], dtype=object)[c])
-                continue
-            z = self.centres_[j][c] + self._leaf_widths[j][c] * rng.standard_normal(c.size)
-            columns.append(z * self.scale_[j] + self.center_[j])
-        if self.is_categorical_.any():
-            out = np.empty(codes.shape, dtype=object)
-            for j, col in enumerate(columns):
-                out[:, j] = col
-            return out
-        return np.column_stack(columns)
-
-    def _shared_params(self):
-        """Parameters that make per-class models of a classifier share this fit's tree,
-        smoothing and column types (the Gaussian form: its form and tree)."""
-        if self._gaussian_form():
-            return {"hidden": "gaussian", "tree": self.tree_}
-        return {
-            "tree": self.tree_,
-            "bandwidth": self.bandwidths_,
-            "categorical_features": self.is_categorical_,
-            "categories": self.categories_,
-        }
-
-    def _shared_encoding(self, X, declared):
-        """Column types and categories learned from all rows, shared by the per-class
-        models of a classifier."""
-        mask = categorical_mask(X, self.categorical_features)
-        cat = np.flatnonzero(mask)
-        categories = [None] * len(mask)
-        if cat.size:
-            sub = X.iloc[:, cat] if isinstance(X, pd.DataFrame) else np.asarray(X)[:, cat]
-            given = "auto" if declared is None else [declared[j] for j in cat]
-            encoder = CategoricalEncoder(given)
-            encoder.fit_transform(sub)
-            for t, j in enumerate(cat):
-                categories[j] = encoder.categories_[t]
-        return {"categorical_features": mask, "categories": categories}
+        return sign, logabs - self._leaves.log_jacobian(data.X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -25,6 +25,7 @@ from .._engine.tree import LatentTree
 from .gaussian import GaussianLatentTree
 from .selection import TIE_TOL, held_out_split
 from .sklearn_internals import check_sample_weight, safe_indexing
+from .validation import as_fitted_frame
 
 __all__ = ["GaussianFormMixin", "answered_by_gaussian_form"]
 
@@ -51,10 +52,74 @@ def answered_by_gaussian_form(method):
 
 
 class GaussianFormMixin:
-    """The choice of the form and the fit of the Gaussian one, for
-    :class:`~ltm_sklearn.KernelLatentTree` (parameters ``hidden``, ``tree``,
+    """The choice of the form, the fit of the Gaussian one, and the public methods it
+    answers, for :class:`~ltm_sklearn.KernelLatentTree` (parameters ``hidden``, ``tree``,
     ``max_iter``, ``tol``, ``n_jobs``, ``random_state``, ``verbose``, ``bandwidth``,
-    ``bandwidth_scale``, ``categorical_features``)."""
+    ``bandwidth_scale``, ``categorical_features``); placed before the discrete model's
+    classes, whose methods answer otherwise."""
+
+    @answered_by_gaussian_form
+    def score_samples(self, X):
+        """Log-density of each row in the units of ``X`` (times the probability of the
+        categorical entries); NaN entries are marginalised out exactly.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return super().score_samples(X)
+
+    @answered_by_gaussian_form
+    def predict_proba(self, X):
+        """Posterior of the root's states given each row: the root hidden variable of the
+        discrete form (see :meth:`BaseLatentTree.predict_proba`), the discrete root (the
+        component) of the Gaussian form.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_states)
+            Rows sum to 1.
+        """
+        return super().predict_proba(X)
+
+    def predict_hidden_proba(self, X):
+        """Posterior ``P(h | x)`` of every hidden node of the discrete form (see
+        :meth:`BaseLatentTree.predict_hidden_proba`).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_hidden_nodes, n_states)
+        """
+        if self._gaussian_form():
+            raise AttributeError(
+                "predict_hidden_proba: the Gaussian form's hidden variables are continuous "
+                "and have no states; use conditional_mean on the columns, or predict_proba "
+                "for the discrete root."
+            )
+        return super().predict_hidden_proba(X)
+
+    def sample(self, n_samples=1, random_state=None):
+        """Draw rows from the fitted model.
+
+        Returns
+        -------
+        ndarray or DataFrame of shape (n_samples, n_features)
+            In the units of ``X`` (an object array when there are categorical columns);
+            a DataFrame with the fitted column names after a fit on a DataFrame.
+        """
+        if self._gaussian_form():  # the Gaussian form draws from its own model
+            drawn = self.gaussian_model_.sample(n_samples, random_state)
+            return as_fitted_frame(self, drawn)
+        return super().sample(n_samples, random_state)
+
+    def _shared_params(self):
+        """Parameters that make per-class models of a classifier share this fit's tree,
+        smoothing and column types (the Gaussian form: its form and tree)."""
+        if self._gaussian_form():
+            return {"hidden": "gaussian", "tree": self.tree_}
+        return super()._shared_params()
+
+    # ------------------------------------------------------------------ the choice
 
     def _choose_form(self, X, sample_weight):
         """``(form, held-out scores of the forms)``: :meth:`_fixed_form`, or with

@@ -8,13 +8,11 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.utils.validation import check_is_fitted
 
+from .._algorithms.leaves import SCORE_BLOCK
 from .._engine.inference import log_likelihood
 from .kernel_forms import answered_by_gaussian_form
 
 __all__ = ["KernelQueryMixin"]
-
-#: rows scored per block
-SCORE_BLOCK = 8192
 
 
 class KernelQueryMixin:
@@ -88,7 +86,7 @@ class KernelQueryMixin:
             num = log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev)
             mean[start : start + SCORE_BLOCK] = np.exp(num - den)
             if variance:
-                moment = first**2 + self._leaf_widths[j] ** 2
+                moment = first**2 + self._leaves.widths[j] ** 2
                 ev.vectors[j] = np.repeat(moment[None, :], ev.n_rows, axis=0)
                 num = log_likelihood(self.tree_, self.root_marginal_, self.cpts_, ev)
                 second[start : start + SCORE_BLOCK] = np.exp(num - den)

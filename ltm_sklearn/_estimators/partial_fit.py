@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from sklearn.utils import check_random_state
 
+from .._algorithms.leaves import CategoricalLeaves
 from .._engine.encoding import declared_categories
 from .._sources.streaming import RowStatistics
 from .sklearn_internals import check_sample_weight
@@ -22,7 +23,7 @@ __all__ = ["PartialFitMixin", "STREAM_BUILT", "BuiltFromStream"]
 
 #: what partial_fit rebuilds from its statistics (when first read after a call)
 STREAM_BUILT = (
-    "_encoder",
+    "_leaves",
     "categories_",
     "unseen_proba_",
     "tree_",
@@ -101,8 +102,7 @@ class PartialFitMixin:
             given = self._stream_declared or "auto"
         names = getattr(self, "feature_names_in_", None)
         encoder, perms = self._stream.final_encoder(given, names)
-        self._encoder = encoder
-        self.categories_ = encoder.categories_
+        self._set_leaves(CategoricalLeaves.from_encoder(encoder, self.categories))
         self._fit_moments(self._stream.moments(encoder, perms, self.n_jobs))
 
 

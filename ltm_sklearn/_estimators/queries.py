@@ -20,7 +20,7 @@ class QueryMixin:
     """``conditional_proba``, ``predict_hidden_proba``, ``predict_proba``, ``predict`` and
     ``sample`` over an estimator's fitted ``tree_``, ``root_marginal_`` and ``cpts_``, read
     through its hooks ``_validate_X``, ``_encode``, ``_evidence``, ``_log_likelihood`` and
-    ``_decode``."""
+    its leaf model ``_leaves``."""
 
     def conditional_proba(self, X, target):
         """``P(X_target = v | observed entries of each row)`` for every category ``v``.
@@ -131,8 +131,5 @@ class QueryMixin:
         tree = self.tree_
         rng = check_random_state(random_state)
         states = sample_states(tree, self.root_marginal_, self.cpts_, int(n_samples), rng)
-        return as_fitted_frame(self, self._decode(states[: tree.n_observed].T.copy(), random_state))
-
-    def _decode(self, codes, random_state=None):
-        """Values of sampled codes ``(n_samples, n_features)``."""
-        return self._encoder.inverse_transform(codes)
+        codes = states[: tree.n_observed].T.copy()
+        return as_fitted_frame(self, self._leaves.decode(codes, random_state))

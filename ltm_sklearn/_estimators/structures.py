@@ -41,6 +41,9 @@ class StructureMixin:
     """Tree hooks of :class:`~.base.BaseLatentTree` (parameters ``tree``, ``structure``,
     ``n_members``, ``random_state``; ``_unseen_proba`` from the estimator)."""
 
+    #: the structures that ``structure="auto"`` compares
+    _auto_structures = AUTO_CANDIDATES
+
     def _build_tree(self, moments, method, k):
         """A tree over the columns of ``moments`` learned with ``method`` (for ``k``
         hidden states: the spectral metric and the quartet tests read ``k``)."""
@@ -107,26 +110,21 @@ class StructureMixin:
         """``(given tree or None, structure method)``."""
         return self.tree, self.structure
 
-    def _auto_candidates(self):
-        return AUTO_CANDIDATES
-
     def _candidate_structures(self):
         """The structures a selection compares: the given tree, the named method, or the
         ``structure="auto"`` candidates."""
         given, method = self._structure_spec()
         if given is not None:
             return ["given"]
-        return list(self._auto_candidates()) if method == "auto" else [method]
-
-    def _row_values(self, moments):
-        """The rows of ``moments``, feature-major (what :func:`holdout_weights` hashes)."""
-        return moments.codes
+        return list(self._auto_structures) if method == "auto" else [method]
 
     def _selection_split(self, moments):
         """``(training moments, held-out split, unseen probabilities)`` for model
         selection (:func:`~ltm_sklearn._estimators.selection.held_out_split` on
-        :meth:`_row_values`), or ``None`` with a total weight under 10 rows."""
-        split = held_out_split(self._row_values(moments), moments.sample_weight, self.random_state)
+        :meth:`LeafModel.row_values`), or ``None`` with a total weight under 10 rows."""
+        split = held_out_split(
+            self._leaves.row_values(moments), moments.sample_weight, self.random_state
+        )
         if split is None:
             return None
         train_moments = moments.rows(split.train, split.train_weights)

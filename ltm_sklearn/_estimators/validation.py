@@ -18,9 +18,7 @@ __all__ = [
 
 #: private state of a fit, beside its public attributes (names with a trailing underscore)
 _PRIVATE_FIT_STATE = (
-    "_encoder",
-    "_columns",
-    "_leaf_widths",
+    "_leaves",
     "_stream",
     "_stream_declared",
     "_stream_stale",
