@@ -264,9 +264,10 @@ def fit_spectral(tree, moments, n_hidden_states, unseen_proba, linker=None, sele
 def spectral_log_abs(params, codes):
     """Sign and ``log |P_hat(x)|`` of every row (Parikh, Song & Xing (ICML 2011) eqs. (33)-(34)).
 
-    ``codes`` has shape ``(n_features, N)``, or is an object with a ``shape`` and a method
-    ``leaf_messages(j, table) -> (r, N)`` that evaluates the leaf tables on other feature
-    maps (kernel features, :mod:`ltm_sklearn._estimators.kernel`); rows ``-2`` / ``-1`` of a
+    ``codes`` is an array of shape ``(n_features, N)``, or an object with a ``shape`` and a
+    method ``leaf_messages(j, table) -> (r, N)`` that evaluates the leaf tables on other
+    feature maps (kernel features,
+    :class:`~ltm_sklearn._algorithms.leaves.KernelEvaluation`); rows ``-2`` / ``-1`` of a
     leaf table are the messages of a missing / unseen entry. Messages are held
     feature-major, ``(r, N)``.
     Leaf messages are rows of orthonormal ``U`` (entries bounded by ``sqrt(n_states)``);
@@ -283,7 +284,7 @@ def spectral_log_abs(params, codes):
     for nid, node in enumerate(nodes):
         if not node.children:
             table = params.leaf_tables[nid]
-            if hasattr(codes, "leaf_messages"):
+            if not isinstance(codes, np.ndarray):  # rows of continuous columns
                 msgs[nid] = codes.leaf_messages(node.host, table)
                 continue
             c = codes[node.host].astype(np.intp)

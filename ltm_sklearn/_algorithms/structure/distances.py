@@ -6,6 +6,8 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import rankdata
 
+from ..._engine.kernel_features import KernelMoments
+
 __all__ = [
     "mutual_information",
     "spectral_distance",
@@ -154,7 +156,7 @@ def kernel_distance(features, n_singular=1):
     -------
     ndarray of shape (n_features, n_features)
     """
-    if hasattr(features, "covariance"):
+    if isinstance(features, KernelMoments):
         G, offsets = features.covariance()
     else:
         F = np.hstack(features)
