@@ -1,5 +1,11 @@
 """Classification by latent tree densities: one per class, one over the columns and the
-class, or the two pooled."""
+class, or the two pooled.
+
+One concept, the :class:`LatentTreeClassifier` estimator: its models, their out-of-fold
+choice of ``k'`` and of the hidden variables' form, and its posteriors; about a quarter of
+the module is the class docstring. The calibration of the posterior is in
+:mod:`.calibration`.
+"""
 
 from __future__ import annotations
 

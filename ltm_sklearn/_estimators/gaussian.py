@@ -1,4 +1,10 @@
-"""GaussianLatentTree: continuous hidden variables, Gaussian columns, optional discrete root."""
+"""GaussianLatentTree: continuous hidden variables, Gaussian columns, optional discrete root.
+
+One concept, the :class:`GaussianLatentTree` estimator: its margins, its BIC walk over
+structures and components, and its queries; the model's math is in
+:mod:`ltm_sklearn._algorithms.gaussian`, and about a fifth of the module is the class
+docstring.
+"""
 
 from __future__ import annotations
 
