@@ -58,6 +58,11 @@ _AUTO_CV_ROWS = 5000
 #: the name of the class column of the joint model (underscores are added while a column
 #: of X has it)
 _LABEL_COLUMN = "__class__"
+#: the structure of the default estimator's models: a hidden Chow-Liu tree, learned from
+#: mutual information at any k' (the race of structure="auto" costs about three times
+#: the fit and, on a class's few held-out rows, chooses little better: "Tuning
+#: constants" in docs/architecture.md)
+DEFAULT_STRUCTURE = "hclt"
 
 
 class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
@@ -99,21 +104,25 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     Measured (stratified 5-fold log-loss, the default estimator;
     ``benchmarks/bench_classify.py``): the per-class models lead on tables whose classes
-    differ in structure (monk2 0.041, car 0.050, lymphography 0.025, against one-hot
-    ``LogisticRegression`` 0.096, 0.080, 0.071), the joint model where the classes share
-    it (breast 0.541, against 0.566). The calibrated pool follows the better part: it is
-    at or below the better of ``CategoricalNB`` and ``LogisticRegression`` on breast
-    (0.541), monk2 (0.041), car (0.050), lymphography (0.028) and contraceptive (1.010),
-    and above it on german (0.529 against 0.524) and marketing (1.779 against 1.752); so
-    it is the default. ``model="select"`` costs about four times the fit. Gradient
-    boosting wins the two tables whose class is a rule of the columns (monk2 0.0005, car
-    0.014).
+    differ in structure (lymphography 0.025 against one-hot ``LogisticRegression``'s
+    0.071), the joint model where the classes share it (german 0.533 against 0.542 per
+    class). The calibrated pool follows the better part: it is at or below the better of
+    ``CategoricalNB`` and ``LogisticRegression`` on six of the seven bundled categorical
+    tables (breast 0.548, monk2 0.057, car 0.051, lymphography 0.016, contraceptive
+    1.011, german 0.514) and above it on marketing (1.794 against 1.752); so it is the
+    default. ``model="select"`` costs about four times the fit. Gradient boosting wins
+    the two tables whose class is a rule of the columns (monk2 0.0005, car 0.014).
 
     Parameters
     ----------
     estimator : estimator object, default=None
         A density estimator of this package (``fit``, ``score_samples``, a ``tree``
-        parameter); ``None`` means ``SpectralLatentTree()``.
+        parameter); ``None`` means ``SpectralLatentTree(structure="hclt")``: a hidden
+        Chow-Liu tree for every model. ``SpectralLatentTree()`` races its six structures
+        on held-out rows instead, in about three times the fit; on a class's few
+        held-out rows the race chooses little better, and it leads where the classes
+        have many rows (marketing, about 600 training rows a class: log-loss 1.772-1.779
+        against 1.785-1.794; docs/architecture.md, "Tuning constants").
     model : {"auto", "pooled", "per_class", "joint", "select"}, default="auto"
         Which model gives the class posteriors (see above). ``"select"``: the one of
         lowest out-of-fold log-loss on the training rows (stratified 3-fold, about four
@@ -273,7 +282,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _base_estimator(self):
         if self.estimator is not None:
             return self.estimator
-        return SpectralLatentTree()
+        return SpectralLatentTree(structure=DEFAULT_STRUCTURE)
 
     @fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, sample_weight=None):
@@ -571,9 +580,12 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _independence_candidate(self, base):
         """Parameters that make ``base`` the independence model of each class (naive
         Bayes, add-one smoothing as ``CategoricalNB``'s default), or ``None`` when the
-        estimator's structure is fixed (a given tree or a structure other than "auto")."""
+        user fixed the structure (a given tree or a structure other than "auto"; the
+        default estimator's structure is the package's choice, not the user's)."""
         params = base.get_params()
-        if params.get("structure") != "auto" or params.get("tree") is not None:
+        default = self.estimator is None and params.get("structure") == DEFAULT_STRUCTURE
+        chosen_here = params.get("structure") == "auto" or default
+        if not chosen_here or params.get("tree") is not None:
             return None
         candidate = {"structure": "star", "n_hidden_states": 1}
         alpha = getattr(base, "_independence_alpha", None)  # the estimator's to say
