@@ -52,7 +52,8 @@ from ltm_sklearn._algorithms.em import (  # noqa: E402
     random_cpts,
     unique_rows,  # noqa: E402
 )
-from ltm_sklearn._engine.inference import CodeEvidence, _block_rows, expected_counts  # noqa: E402
+from ltm_sklearn._engine.evidence import CodeEvidence  # noqa: E402
+from ltm_sklearn._engine.inference import _block_rows, expected_counts  # noqa: E402
 from ltm_sklearn._engine.moments import MomentEstimator  # noqa: E402
 from ltm_sklearn.datasets import DEBD_PUBLISHED, DEBD_SETS, load_debd  # noqa: E402
 from ltm_sklearn.structure import hidden_chow_liu, mutual_information  # noqa: E402

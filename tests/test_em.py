@@ -23,10 +23,10 @@ from ltm_sklearn._algorithms.em import (
     random_cpts,
     unique_rows,
 )
+from ltm_sklearn._engine import evidence as evidence_module
 from ltm_sklearn._engine import inference
+from ltm_sklearn._engine.evidence import CodeEvidence, DenseEvidence
 from ltm_sklearn._engine.inference import (
-    CodeEvidence,
-    DenseEvidence,
     expected_counts,
     hidden_posteriors,
     log_likelihood,
@@ -451,7 +451,7 @@ def test_code_evidence_keeps_small_blocks_between_passes(monkeypatch):
     again = expected_counts(model.tree, model.root_marginal, model.cpts, kept, w)
     assert kept.block(slice(0, 3000)) is kept.block(slice(0, 3000))
     assert kept.block(slice(0, 3000))._stacks  # built by the first pass, read by the second
-    monkeypatch.setattr(inference, "_KEEP_BLOCKS", 10)  # too large to keep
+    monkeypatch.setattr(evidence_module, "_KEEP_BLOCKS", 10)  # too large to keep
     fresh = CodeEvidence(codes, n_states)
     assert fresh._blocks is None
     assert fresh.block(slice(0, 3000)) is not fresh.block(slice(0, 3000))

@@ -8,7 +8,8 @@ from sklearn.datasets import load_breast_cancer
 
 from ltm_sklearn import KernelLatentTree, LatentTreeEM
 from ltm_sklearn._algorithms.kernel_leaves import code_evidence
-from ltm_sklearn._engine.inference import DenseEvidence, log_likelihood
+from ltm_sklearn._engine.evidence import DenseEvidence
+from ltm_sklearn._engine.inference import log_likelihood
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, load_table
 
 

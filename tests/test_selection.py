@@ -15,7 +15,8 @@ from ltm_sklearn import (
     SpectralLatentTree,
 )
 from ltm_sklearn._algorithms.em import EarlyStopping, fit_em, node_states, random_cpts
-from ltm_sklearn._engine.inference import CodeEvidence, log_likelihood
+from ltm_sklearn._engine.evidence import CodeEvidence
+from ltm_sklearn._engine.inference import log_likelihood
 from ltm_sklearn._engine.row_keys import row_keys
 from ltm_sklearn._estimators import candidates
 from ltm_sklearn._estimators.candidates import task_seed

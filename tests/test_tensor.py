@@ -12,7 +12,8 @@ from ltm_sklearn._algorithms.tensor import (
     three_view_decomposition,
     whiten,
 )
-from ltm_sklearn._engine.inference import CodeEvidence, log_likelihood
+from ltm_sklearn._engine.evidence import CodeEvidence
+from ltm_sklearn._engine.inference import log_likelihood
 from ltm_sklearn._engine.moments import MomentEstimator
 from ltm_sklearn.datasets import (
     LatentTreeModel,

@@ -16,7 +16,8 @@ import numpy as np
 from scipy.linalg import block_diag
 from sklearn.utils import check_random_state
 
-from .._engine.inference import CodeEvidence, expected_counts
+from .._engine.evidence import CodeEvidence
+from .._engine.inference import expected_counts
 from .._engine.row_keys import holdout_weights, row_hash
 
 __all__ = [
@@ -507,7 +508,7 @@ def polish(
     early_stopping=None,
 ):
     """EM from a starting point on category codes, identical rows merged, softened by
-    ``softening`` (:class:`~ltm_sklearn._engine.inference.CodeEvidence`).
+    ``softening`` (:class:`~ltm_sklearn._engine.evidence.CodeEvidence`).
 
     With more than ``2 * STAGE_ROWS`` distinct rows (of positive weight), EM first runs
     to convergence on a subsample of at most about ``STAGE_ROWS`` of them (pseudo-count

@@ -8,7 +8,7 @@ for the tails) with fixed bandwidths ``b_m``:
 
 The bump index ``m`` behaves as a categorical leaf observed through *soft evidence*
 ``e_m(x) = N(x; c_m, b_m^2)``, so the message passing and EM of the discrete estimators serve
-the continuous model unchanged (:class:`~ltm_sklearn._engine.inference.DenseEvidence`): every
+the continuous model unchanged (:class:`~ltm_sklearn._engine.evidence.DenseEvidence`): every
 conditional density integrates to one, the joint density is normalised, a missing entry
 sends ``e = 1`` (the integral of every bump), and ``E[x | h] = sum_m W[h, m] c_m``.
 

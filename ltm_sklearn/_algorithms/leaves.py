@@ -24,7 +24,8 @@ import pandas as pd
 from sklearn.utils import check_random_state
 
 from .._engine.encoding import CategoricalEncoder, declared_categories
-from .._engine.inference import CodeEvidence, DenseEvidence, log_likelihood
+from .._engine.evidence import CodeEvidence, DenseEvidence
+from .._engine.inference import log_likelihood
 from .._engine.kernel_features import KernelMoments, RBFFeatureMap
 from .._engine.mixed_columns import MixedEncoder, categorical_mask
 from .._engine.moments import MomentEstimator

@@ -32,7 +32,8 @@ from sklearn.utils import check_random_state
 
 from .._algorithms.em import unique_rows
 from .._engine.encoding import _key
-from .._engine.inference import CodeEvidence, expected_counts
+from .._engine.evidence import CodeEvidence
+from .._engine.inference import expected_counts
 from .._engine.moments import MomentEstimator, _add
 from .._engine.row_keys import row_hash
 from . import streaming

@@ -18,13 +18,9 @@ from .._algorithms.gaussian import (
     sample_nodes,
     standardise_hidden,
 )
-from .._engine.inference import (
-    MISSING,
-    CodeEvidence,
-    DenseEvidence,
-    log_likelihood,
-    sample_states,
-)
+from .._engine.encoding import MISSING
+from .._engine.evidence import CodeEvidence, DenseEvidence
+from .._engine.inference import log_likelihood, sample_states
 from .._engine.tree import LatentTree
 
 
