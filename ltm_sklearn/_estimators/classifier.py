@@ -155,7 +155,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         of each class (naive Bayes: ``structure="star"``, ``k' = 1``, add-one smoothing -
         ``CategoricalNB``'s model - when the estimator's structure is ``"auto"``; a
         :class:`~ltm_sklearn.KernelLatentTree` keeps its own ``alpha``), then the
-        estimator's own structure at ``k' = 1, 2, 3, 4, 6, ...``
+        estimator's own structure at ``k' = 1, 2, 3, 4, 6, ...`` (from ``k' = 2`` with the
+        default estimator, whose ``k' = 1`` model is the independence model)
         (:data:`~ltm_sklearn._estimators.structures.AUTO_HIDDEN_STATES`, at most the rows of the
         smallest class, or of the smallest class of 5 rows or more when the independence
         model is a candidate: a smaller class gets it when ``k'`` exceeds its rows),
@@ -207,7 +208,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``k'`` of the class models (``n_hidden_states`` not None only).
     n_hidden_states_scores_ : dict
         Out-of-fold log-loss per ``k'`` tried with the estimator's own structure
-        (``n_hidden_states="auto"`` only).
+        (``n_hidden_states="auto"`` only). With the default estimator ``k' = 1`` is the
+        independence candidate (its hidden Chow-Liu tree at one state is that model),
+        which is not fitted twice.
     independence_score_ : float
         Out-of-fold log-loss of the independence candidate (``n_hidden_states="auto"``
         with an estimator whose structure is ``"auto"``).
@@ -593,6 +596,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             candidate["alpha"] = alpha
         return candidate
 
+    def _independent_at_one_state(self, base, shared):
+        """Whether the class models at ``k' = 1`` are the independence model: a learned
+        latent structure whose every column is a leaf below a hidden node (the default
+        estimator's hidden Chow-Liu tree), not a race that may choose a Chow-Liu tree."""
+        params = dict(base.get_params(), **shared)
+        return self.estimator is None and params.get("structure") == DEFAULT_STRUCTURE
+
     def _selection_folds(self, y_idx, what, fix, n_splits=_AUTO_FOLDS):
         """Train / held-out folds of the out-of-fold choices (see ``n_hidden_states``);
         ``what`` names the choice in the error of too few rows, ``fix`` says how to
@@ -703,7 +713,14 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         smallest = min(int(c.min()) for c in counts)
         models = [None] * len(candidates)
         scores, best = {}, None
-        for k in [k for k in AUTO_HIDDEN_STATES if k <= smallest]:
+        grid = [k for k in AUTO_HIDDEN_STATES if k <= smallest]
+        if independence is not None and self._independent_at_one_state(base, shared):
+            # k' = 1 is the independence model, a candidate already: growth starts from it
+            grid = [k for k in grid if k > 1] or grid
+            if grid[0] > 1:
+                scores[1] = self.independence_score_
+                best = (scores[1], losses[0])
+        for k in grid:
             params = {"n_hidden_states": k}
             # the class models on every row first (the final models if this k' wins);
             # a structure chosen by their own selection is fixed in the folds' fits, which
@@ -716,9 +733,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             candidates.append(params)
             losses.append(loss)
             models.append(fitted)
-            if best is not None and scores[best[0]] - scores[k] <= se(best[1], loss):
+            if best is not None and best[0] - scores[k] <= se(best[1], loss):
                 break
-            best = (k, loss)
+            best = (scores[k], loss)
         self.n_hidden_states_scores_ = scores
         # the best out-of-fold log-loss (ties within TIE_TOL: the simpler candidate)
         means = [mean(loss) for loss in losses]
