@@ -498,3 +498,21 @@ def test_default_classifier_reaches_the_bayes_log_loss_of_a_latent_tree_truth(se
     loss_bayes = -np.log(bayes[rows, test[:, 7]]).mean()
     loss = -np.log(clf.predict_proba(test[:, :7])[rows, test[:, 7]]).mean()
     assert 0 <= loss - loss_bayes + 0.005 and loss - loss_bayes < 0.02, (loss, loss_bayes)
+
+
+def test_default_models_are_hidden_chow_liu_trees_and_auto_grows_from_naive_bayes():
+    """Without an estimator every model is a hidden Chow-Liu tree; its k' = 1 model is the
+    independence model, so n_hidden_states="auto" scores that candidate once, as k' = 1,
+    and grows from it."""
+    X, y, _, _ = two_class_data(n_per_class=400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(random_state=0).fit(X, y)
+        auto = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+    assert [m.structure_ for m in clf.estimators_] == ["hclt", "hclt"]
+    assert clf.joint_estimator_.structure_ == "hclt"
+    scores = auto.n_hidden_states_scores_
+    assert scores[1] == auto.independence_score_ and min(scores) == 1 and 2 in scores
+    # the latent truth: a hidden Chow-Liu tree with hidden states beats naive Bayes
+    assert auto.class_params_ == {"n_hidden_states": auto.n_hidden_states_}
+    assert auto.n_hidden_states_ >= 2 and min(scores, key=scores.get) == auto.n_hidden_states_
