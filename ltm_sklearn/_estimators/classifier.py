@@ -153,8 +153,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         rows are in classes of 5 rows or more, a stratified 20% split above; classes of
         fewer than 5 rows stay whole in training). The candidates: the independence model
         of each class (naive Bayes: ``structure="star"``, ``k' = 1``, add-one smoothing -
-        ``CategoricalNB``'s model - when the estimator's structure is ``"auto"``; a
-        :class:`~ltm_sklearn.KernelLatentTree` keeps its own ``alpha``), then the
+        ``CategoricalNB``'s model - with the default estimator or a structure of
+        ``"auto"``; a :class:`~ltm_sklearn.KernelLatentTree` keeps its own ``alpha``),
+        then the
         estimator's own structure at ``k' = 1, 2, 3, 4, 6, ...`` (from ``k' = 2`` with the
         default estimator, whose ``k' = 1`` model is the independence model)
         (:data:`~ltm_sklearn._estimators.structures.AUTO_HIDDEN_STATES`, at most the rows of the
@@ -209,11 +210,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     n_hidden_states_scores_ : dict
         Out-of-fold log-loss per ``k'`` tried with the estimator's own structure
         (``n_hidden_states="auto"`` only). With the default estimator ``k' = 1`` is the
-        independence candidate (its hidden Chow-Liu tree at one state is that model),
-        which is not fitted twice.
+        independence candidate's score (its hidden Chow-Liu tree at one state is that
+        model, up to the smoothing), which is not fitted twice.
     independence_score_ : float
         Out-of-fold log-loss of the independence candidate (``n_hidden_states="auto"``
-        with an estimator whose structure is ``"auto"``).
+        with the default estimator or one whose structure is ``"auto"``).
     hidden_ : str
         The form set on every class model (an estimator with ``hidden="auto"`` only).
     hidden_scores_ : dict
@@ -597,9 +598,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return candidate
 
     def _independent_at_one_state(self, base, shared):
-        """Whether the class models at ``k' = 1`` are the independence model: a learned
-        latent structure whose every column is a leaf below a hidden node (the default
-        estimator's hidden Chow-Liu tree), not a race that may choose a Chow-Liu tree."""
+        """Whether the class models at ``k' = 1`` are the independence model (up to
+        their smoothing): the default estimator's hidden Chow-Liu tree, every column a
+        leaf below a hidden node of one state; not a race, which may choose a Chow-Liu
+        tree."""
         params = dict(base.get_params(), **shared)
         return self.estimator is None and params.get("structure") == DEFAULT_STRUCTURE
 
