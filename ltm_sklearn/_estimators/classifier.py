@@ -587,8 +587,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         user fixed the structure (a given tree or a structure other than "auto"; the
         default estimator's structure is the package's choice, not the user's)."""
         params = base.get_params()
-        default = self.estimator is None and params.get("structure") == DEFAULT_STRUCTURE
-        chosen_here = params.get("structure") == "auto" or default
+        chosen_here = params.get("structure") == "auto" or self._hidden_chow_liu_default(params)
         if not chosen_here or params.get("tree") is not None:
             return None
         candidate = {"structure": "star", "n_hidden_states": 1}
@@ -597,12 +596,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             candidate["alpha"] = alpha
         return candidate
 
-    def _independent_at_one_state(self, base, shared):
-        """Whether the class models at ``k' = 1`` are the independence model (up to
-        their smoothing): the default estimator's hidden Chow-Liu tree, every column a
-        leaf below a hidden node of one state; not a race, which may choose a Chow-Liu
-        tree."""
-        params = dict(base.get_params(), **shared)
+    def _hidden_chow_liu_default(self, params):
+        """Whether models with estimator parameters ``params`` are the default
+        estimator's hidden Chow-Liu trees: the package's choice of structure, not the
+        user's, and at ``k' = 1`` the independence model up to its smoothing (every column
+        a leaf below a hidden node of one state; a race may choose a Chow-Liu tree)."""
         return self.estimator is None and params.get("structure") == DEFAULT_STRUCTURE
 
     def _selection_folds(self, y_idx, what, fix, n_splits=_AUTO_FOLDS):
@@ -716,7 +714,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         models = [None] * len(candidates)
         scores, best = {}, None
         grid = [k for k in AUTO_HIDDEN_STATES if k <= smallest]
-        if independence is not None and self._independent_at_one_state(base, shared):
+        if independence is not None and self._hidden_chow_liu_default(base.get_params()):
             # k' = 1 is the independence model, a candidate already: growth starts from it
             grid = [k for k in grid if k > 1] or grid
             if grid[0] > 1:
