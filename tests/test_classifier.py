@@ -516,3 +516,29 @@ def test_default_models_are_hidden_chow_liu_trees_and_auto_grows_from_naive_baye
     # the latent truth: a hidden Chow-Liu tree with hidden states beats naive Bayes
     assert auto.class_params_ == {"n_hidden_states": auto.n_hidden_states_}
     assert auto.n_hidden_states_ >= 2 and min(scores, key=scores.get) == auto.n_hidden_states_
+
+
+def test_calibration_refits_the_joint_model_with_its_choices_on_every_row(monkeypatch):
+    """The pool's calibration fold refits the joint model with the ``k'``, structure and
+    members that its fit on every row chose (``"auto"`` is not chosen again on the fold's
+    rows); the choices are read from the fitted ``<name>_`` attributes."""
+    X, y, *_ = two_class_data(300)
+    fits = []
+    original = LatentTreeClassifier._fit_joint
+
+    def recording(self, *args, **kwargs):
+        est = original(self, *args, **kwargs)
+        fits.append(est)
+        return est
+
+    monkeypatch.setattr(LatentTreeClassifier, "_fit_joint", recording)
+    base = SpectralLatentTree(n_hidden_states="auto", random_state=0)
+    clf = LatentTreeClassifier(base, model="pooled", random_state=0).fit(X, y)
+    assert len(fits) == 2 and fits[0] is clf.joint_estimator_
+    every_row, fold = fits[0], fits[1]
+    assert every_row.get_params()["n_hidden_states"] == "auto"
+    params = fold.get_params()
+    assert params["n_hidden_states"] == every_row.n_hidden_states_
+    assert params["structure"] == every_row.structure_
+    assert params["n_members"] == every_row.n_members_
+    assert fold.n_hidden_states_ == every_row.n_hidden_states_
