@@ -15,6 +15,8 @@ from ltm_sklearn import (
 )
 from ltm_sklearn._algorithms.em import (
     average_members,
+    complete_entropy,
+    entropy_rows,
     fit_em,
     log_prior,
     m_step,
@@ -202,6 +204,62 @@ def test_softened_em_never_decreases_and_approaches_the_hard_optimum():
         gaps.append(max(np.abs(cpts[u] - hard[1][u]).max() for u in cpts))
     assert gaps[0] > gaps[1] > gaps[2]
     assert gaps[2] < 1e-2
+
+
+def test_complete_entropy_is_the_entropy_of_every_node_by_brute_force():
+    model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
+    tree, states = model.tree, model.n_states
+    total = 0.0
+    for x in itertools.product(*[range(n) for n in states]):
+        p = model.root_marginal[x[tree.root]]
+        for u, table in model.cpts.items():
+            p *= table[x[tree.parent[u]], x[u]]
+        total -= p * np.log(p)
+    assert complete_entropy(tree, model.root_marginal, model.cpts) == pytest.approx(total)
+
+
+def test_entropy_rows_maximise_the_regularised_row_objective():
+    rng = np.random.default_rng(0)
+    counts = rng.gamma(0.5, 10.0, size=(5, 4))
+    counts[0, :2] = 0.0  # categories never counted
+    weight = np.array([0.5, 0.0, 3.0, 50.0, 1e5])
+    rows = entropy_rows(counts, weight)
+    np.testing.assert_allclose(rows.sum(axis=1), 1.0)
+    np.testing.assert_allclose(rows[1], counts[1] / counts[1].sum())  # weight 0: counts
+    np.testing.assert_allclose(rows[4], 0.25, atol=1e-3)  # a large weight: uniform
+    assert np.all(rows[0] > 0)  # the entropy keeps unseen categories possible
+
+    def objective(c, w, t):
+        logs = np.log(np.maximum(t, 1e-300))
+        return c @ logs - w * t @ logs
+
+    for c, w, t in zip(counts, weight, rows):
+        best = objective(c, w, t)
+        for _ in range(50):  # any other point of the simplex scores lower
+            other = 0.8 * t + 0.2 * rng.dirichlet(np.ones(4))
+            assert objective(c, w, other) <= best + 1e-9
+
+
+def test_entropy_regularised_em_never_decreases_and_vanishes_with_its_strength():
+    model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
+    codes, w = unique_rows(model._codes(model.sample(1000, random_state=0).astype(float)),
+                           np.ones(1000))  # fmt: skip
+    ev = CodeEvidence(codes, model.n_states[:4])
+    start = random_cpts(model.tree, model.n_states, 0)
+
+    def fit(entropy):
+        return fit_em(model.tree, *start, ev, w, max_iter=1000, tol=1e-12, entropy=entropy)
+
+    plain = fit(0.0)
+    gaps, entropies = [], []
+    for strength in (0.01, 0.001, 0.0001):
+        root, cpts, _, n_iter, _, history = fit(strength)
+        assert n_iter > 10 and np.all(np.diff(history) >= 0.0)
+        gaps.append(max(np.abs(cpts[u] - plain[1][u]).max() for u in cpts))
+        entropies.append(complete_entropy(model.tree, root, cpts))
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-2
+    # a stronger regulariser, a model of higher entropy
+    assert entropies[0] > entropies[1] > complete_entropy(model.tree, *plain[:2])
 
 
 def test_softened_estimator_is_normalised_and_zero_softening_changes_nothing():

@@ -160,23 +160,127 @@ def _normalise_rows(c):
     return np.where(s > 0, c / np.where(s > 0, s, 1.0), 1.0 / c.shape[-1])
 
 
-def m_step(root_counts, edge_counts, alpha=0.0):
+def m_step(root_counts, edge_counts, alpha=0.0, entropy=None):
     """MAP tables from expected counts: add the pseudo-count ``alpha`` (a symmetric
     Dirichlet(``alpha + 1``) prior on every row) and renormalise.
 
     ``alpha`` is one pseudo-count for every entry, or a pair ``(root pseudo-count,
     {node: pseudo-count})`` (:func:`pseudo_counts`). ``alpha = 0`` is maximum likelihood;
     a count of exactly zero then stays a probability of zero.
+
+    ``entropy``: ``(root weight, {node: weight per row of its table})``, the weights of
+    the rows' entropies added to the objective (:func:`entropy_rows`; entropy-regularised
+    EM, see :func:`fit_em`); ``None`` for none.
     """
     root_alpha, alphas = _split(alpha, edge_counts)
     root = root_counts + root_alpha
-    root = root / root.sum() if root.sum() > 0 else np.full(root.shape, 1.0 / root.size)
     groups = _by_shape(edge_counts)
+    stacked = [
+        counts + np.array([alphas[u] for u in keys])[:, None, None] for keys, counts in groups
+    ]
+    if entropy is None:
+        root = root / root.sum() if root.sum() > 0 else np.full(root.shape, 1.0 / root.size)
+        return root, _unstack(groups, [_normalise_rows(c) for c in stacked])
+    root_weight, weights = entropy
+    root = entropy_rows(root, root_weight)
     out = [
-        _normalise_rows(counts + np.array([alphas[u] for u in keys])[:, None, None])
-        for keys, counts in groups
+        entropy_rows(c, np.stack([weights[u] for u in keys]))
+        for (keys, _), c in zip(groups, stacked)
     ]
     return root, _unstack(groups, out)
+
+
+def entropy_weights(tree, root_marginal, cpts, strength):
+    """The weights of :func:`m_step`'s ``entropy`` for the regulariser ``strength *
+    complete_entropy`` at the current parameters: ``strength`` for the root's row, and
+    ``strength * P(x_pa(u) = j)`` for row ``j`` of node ``u``'s table (the parents'
+    marginals held at their current values, as the M-step of Liu & Van den Broeck
+    (NeurIPS 2021) holds a node's context probability)."""
+    marginals = node_marginals(tree, root_marginal, cpts)
+    return strength, {u: strength * marginals[tree.parent[u]] for u in cpts}
+
+
+def node_marginals(tree, root_marginal, cpts):
+    """``P(x_u)`` of every node under the model: ``{node: marginal}`` by one pass from
+    the root."""
+    out = {tree.root: np.asarray(root_marginal, dtype=float)}
+    for u in tree.preorder:
+        if u != tree.root:
+            out[u] = out[tree.parent[u]] @ cpts[u]
+    return out
+
+
+def complete_entropy(tree, root_marginal, cpts):
+    """Entropy (nats) of the model's complete data, every column and hidden variable:
+    ``H(x_root) + sum_u sum_j P(x_pa(u) = j) H(x_u | x_pa(u) = j)`` - the entropy that
+    Liu & Van den Broeck, "Tractable Regularization of Probabilistic Circuits" (NeurIPS
+    2021, section 4) regularise for a circuit with its hidden variables made explicit
+    (their deterministic form of a non-deterministic circuit)."""
+    marginals = node_marginals(tree, root_marginal, cpts)
+
+    def h(p):
+        p = np.asarray(p, dtype=float)
+        return -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
+
+    total = float(h(marginals[tree.root]))
+    for u, table in cpts.items():
+        total += float(marginals[tree.parent[u]] @ h(table))
+    return total
+
+
+def entropy_rows(counts, weight, n_newton=30):
+    """Rows ``theta`` of the simplex maximising ``sum_c counts_c log theta_c + weight *
+    H(theta)`` (``H`` the entropy in nats; ``counts >= 0``, ``weight >= 0`` per row): the
+    M-step of entropy-regularised EM (Liu & Van den Broeck, NeurIPS 2021, section 4).
+
+    The objective is strictly concave on the simplex; at its maximum ``counts_c =
+    theta_c (mu + weight log theta_c)`` for one ``mu`` per row, with ``mu = sum_c counts_c
+    + weight H(theta)``. For a given ``mu`` each ``u_c = log theta_c`` is the root of the
+    convex decreasing ``counts_c e^-u - weight u - mu`` (Newton's method converges from
+    any start); ``mu`` is found by safeguarded Newton steps within ``[sum counts, sum
+    counts + weight log n]``, where ``sum_c theta_c = 1``. ``weight = 0`` is the plain
+    M-step ``counts / sum counts``.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (..., n)
+    weight : ndarray of shape (...) or float
+    n_newton : int, default=30
+        Newton steps on ``mu`` (each with a few on ``u``); the rows sum to one to
+        rounding and are renormalised.
+
+    Returns
+    -------
+    ndarray of the shape of ``counts``
+    """
+    counts = np.asarray(counts, dtype=float)
+    weight = np.broadcast_to(np.asarray(weight, dtype=float), counts.shape[:-1])[..., None]
+    plain = _normalise_rows(counts)
+    if not np.any(weight > 0):
+        return plain
+    n = counts.shape[-1]
+    total = counts.sum(axis=-1, keepdims=True)
+    low, high = total.copy(), total + weight * np.log(n)
+    mu = total + weight * np.log(n) / 2
+    beta = np.maximum(weight, 1e-300)
+    u = np.log(np.maximum(plain, 1e-12))
+    for _ in range(n_newton):
+        for _ in range(4):  # u_c(mu): Newton on the convex decreasing residual
+            e = np.where(counts > 0, counts * np.exp(-np.clip(u, -700.0, 700.0)), 0.0)
+            u = np.clip(u + (e - beta * u - mu) / (e + beta), -700.0, 1.0)
+        theta = np.exp(u)
+        excess = theta.sum(axis=-1, keepdims=True) - 1.0  # decreasing in mu
+        low = np.where(excess > 0, mu, low)
+        high = np.where(excess > 0, high, mu)
+        e = np.where(counts > 0, counts * np.exp(-u), 0.0)
+        slope = -(theta / (e + beta)).sum(axis=-1, keepdims=True)
+        step = mu - excess / slope
+        inside = (step > low) & (step < high)
+        mu = np.where(inside, step, (low + high) / 2)
+        if np.max(np.abs(excess)) < 1e-12:
+            break
+    out = _normalise_rows(np.exp(u))
+    return np.where(weight > 0, out, plain)
 
 
 def log_prior(root_marginal, cpts, alpha):
@@ -299,6 +403,7 @@ def fit_em(
     n_jobs=None,
     dtype=np.float64,
     early_stopping=None,
+    entropy=0.0,
 ):
     """Iterate (over-relaxed) EM from a starting point.
 
@@ -311,7 +416,13 @@ def fit_em(
     within 1e-3 nats per row of the optimum on the ground-truth trees of the tests.
 
     The objective is the log-likelihood per unit of weight plus the log prior of
-    :func:`m_step` divided by the total weight. The iterations stop when an accepted step
+    :func:`m_step` divided by the total weight, plus ``entropy`` times the entropy of the
+    model's complete data (:func:`complete_entropy`): the entropy regularisation of Liu &
+    Van den Broeck, "Tractable Regularization of Probabilistic Circuits" (NeurIPS 2021,
+    section 4), whose M-step (:func:`entropy_rows`) holds the parents' marginals at their
+    current values. That M-step is not guaranteed to raise the objective, so with
+    ``entropy > 0`` every step is checked, and EM stops at the first plain step that
+    would lower it. The iterations stop when an accepted step
     improves it by less than ``tol`` nats per row (the convention of
     :class:`sklearn.mixture.GaussianMixture`), or after ``max_iter`` E-steps (``0`` returns
     the start unchanged).
@@ -340,6 +451,8 @@ def fit_em(
     early_stopping : EarlyStopping, default=None
         A held-out score read along the way: EM also stops when it stops improving, and
         the parameters of its best reading are returned (``converged`` is then true).
+    entropy : float, default=0.0
+        Strength of the entropy regulariser (nats of objective per nat of entropy).
 
     Returns
     -------
@@ -366,7 +479,13 @@ def fit_em(
             )
             with np.errstate(invalid="ignore"):
                 value = float(weights @ np.where(weights > 0, ll, 0.0))
-        return (value + log_prior(root, tables, alpha)) / total, m_step(rc, ec, alpha)
+        value = (value + log_prior(root, tables, alpha)) / total
+        if not entropy:
+            return value, m_step(rc, ec, alpha)
+        value += entropy * complete_entropy(tree, root, tables)
+        # the rows' weights in counts: the objective times the total weight
+        row_weights = entropy_weights(tree, root, tables, entropy * total)
+        return value, m_step(rc, ec, alpha, row_weights)
 
     objective, update = e_step(root_marginal, cpts)
     history = [objective]
@@ -381,6 +500,9 @@ def fit_em(
         cand = _relax_tables(cpts, update[1], step)
         value, cand_update = e_step(cand_root, cand)
         n_iter += 1
+        if step == 1.0 and entropy and value < objective:
+            converged = True  # the regularised M-step no longer raises the objective
+            break
         if value >= objective or step == 1.0:  # a plain EM step never lowers it
             gain = value - objective
             root_marginal, cpts, objective, update = cand_root, cand, value, cand_update
@@ -506,9 +628,11 @@ def polish(
     n_jobs=None,
     dtype=np.float64,
     early_stopping=None,
+    entropy=0.0,
 ):
     """EM from a starting point on category codes, identical rows merged, softened by
-    ``softening`` (:class:`~ltm_sklearn._engine.evidence.CodeEvidence`).
+    ``softening`` (:class:`~ltm_sklearn._engine.evidence.CodeEvidence`), with the entropy
+    regulariser of strength ``entropy`` (:func:`fit_em`).
 
     With more than ``2 * STAGE_ROWS`` distinct rows (of positive weight), EM first runs
     to convergence on a subsample of at most about ``STAGE_ROWS`` of them (pseudo-count
@@ -536,7 +660,9 @@ def polish(
     starts = [(root_marginal, cpts), *others]
     if max_iter == 0:  # the start is kept: no need to merge the rows
         return (*fit_em(tree, root_marginal, cpts, None, weights, max_iter=0), 0)
-    options = dict(max_iter=max_iter, tol=tol, verbose=verbose, n_jobs=n_jobs, dtype=dtype)
+    options = dict(
+        max_iter=max_iter, tol=tol, verbose=verbose, n_jobs=n_jobs, dtype=dtype, entropy=entropy
+    )
     c, w = unique_rows(codes, weights)
     full = CodeEvidence(c, n_states, softening=softening)
     if w.size <= 2 * STAGE_ROWS:
