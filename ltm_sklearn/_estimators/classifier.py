@@ -93,12 +93,14 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     With ``calibrate=True`` (the default) the per-class posterior is Bayes' rule at a
     temperature ``T >= 1``, ``P_T(c | x) ∝ P(c) p(x | c)^(1 / T)``, and ``T`` and the
     pool's weight ``w`` are chosen by log-loss on held-out rows (about a fifth of every
-    row's weight, by keys of the row's values; every model refitted on the rest), and
-    kept only where they beat ``w = 1/2, T = 1`` (``T = 1`` for ``"per_class"``) by more
-    than one standard error of the paired difference. Densities fitted one class at a
-    time, each with more parameters than its rows pin down, give overconfident
-    posteriors (temperature scaling: Guo, Pleiss, Sun & Weinberger, "On Calibration of
-    Modern Neural Networks", ICML 2017); the class densities themselves are unchanged.
+    row's weight, by keys of the row's values; every model refitted on the rest, the
+    joint model with the choices - ``k'``, structure, members - of its fit on every
+    row), and kept only where they beat ``w = 1/2, T = 1`` (``T = 1`` for
+    ``"per_class"``) by more than one standard error of the paired difference.
+    Densities fitted one class at a time, each with more parameters than its rows pin
+    down, give overconfident posteriors (temperature scaling: Guo, Pleiss, Sun &
+    Weinberger, "On Calibration of Modern Neural Networks", ICML 2017); the class
+    densities themselves are unchanged.
     This costs the fits once more on four fifths of the rows.
 
     Missing entries are marginalised in every model. ``score`` is the accuracy, as for
