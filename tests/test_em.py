@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from test_structure import hclt_truth
 
@@ -21,6 +22,7 @@ from ltm_sklearn._algorithms.em import (
     log_prior,
     m_step,
     minibatch_em,
+    mixture_weights,
     node_states,
     random_cpts,
     unique_rows,
@@ -406,11 +408,39 @@ def test_average_members_is_the_mixture_of_its_members():
     expected = np.logaddexp(a.log_likelihood(X), b.log_likelihood(X)) - np.log(2)
     np.testing.assert_allclose(ll, expected, rtol=1e-12)
     assert np.exp(ll).sum() == pytest.approx(1.0, abs=1e-12)
+    # with weights: the weighted mixture
+    members = [(a.root_marginal, a.cpts), (b.root_marginal, b.cpts)]
+    root, cpts = average_members(a.tree, members, weights=[0.3, 0.7])
+    ll = log_likelihood(a.tree, root, cpts, ev)
+    expected = np.logaddexp(np.log(0.3) + a.log_likelihood(X), np.log(0.7) + b.log_likelihood(X))
+    np.testing.assert_allclose(ll, expected, rtol=1e-12)
+    with pytest.raises(ValueError, match="summing to 1"):
+        average_members(a.tree, members, weights=[0.5, 0.6])
     # a column at an internal node would break the member index
     inner = LatentTree([(0, 1), (0, 2), (0, 4), (4, 3)], 4)
     c = LatentTreeModel.random(inner, 2, 2, random_state=0)
     with pytest.raises(ValueError, match="every column at a leaf"):
         average_members(c.tree, [(c.root_marginal, c.cpts)] * 2)
+
+
+def test_mixture_weights_maximise_the_mixture_likelihood():
+    rng = np.random.default_rng(0)
+    # rows drawn from components 0 and 2 in proportion 1 : 3; component 1 explains none
+    lls = np.log(rng.uniform(0.01, 0.1, size=(3, 4000)))
+    source = rng.choice([0, 2], size=4000, p=[0.25, 0.75])
+    lls[source, np.arange(4000)] = 0.0
+    weights = np.where(source == 0, 2.0, 1.0)  # a weight of 2 counts a row twice
+    w = mixture_weights(lls, weights)
+    assert w.sum() == pytest.approx(1.0) and w[1] < 0.01
+    expected = 2 * np.mean(source == 0) / (2 * np.mean(source == 0) + np.mean(source == 2))
+    assert w[0] == pytest.approx(expected, abs=0.02)
+
+    def objective(v):
+        return weights @ logsumexp(np.log(np.maximum(v, 1e-300))[:, None] + lls, axis=0)
+
+    for _ in range(20):  # no other weights do better
+        other = 0.9 * w + 0.1 * rng.dirichlet(np.ones(3))
+        assert objective(other) <= objective(w) + 1e-9
 
 
 def test_n_members_averages_em_fits_into_one_latent_tree():

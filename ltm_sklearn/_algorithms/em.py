@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import block_diag
+from scipy.special import logsumexp
 from sklearn.utils import check_random_state
 
 from .._engine.evidence import CodeEvidence
@@ -30,6 +31,7 @@ __all__ = [
     "node_states",
     "average_members",
     "can_average_members",
+    "mixture_weights",
     "unique_rows",
     "polish",
     "EarlyStopping",
@@ -60,14 +62,15 @@ def can_average_members(tree):
     return tree.root >= tree.n_observed and all(tree.degree(u) == 1 for u in tree.observed_nodes)
 
 
-def average_members(tree, members):
-    """The uniform mixture of several parameter sets of one tree, as a single latent tree.
+def average_members(tree, members, weights=None):
+    """The mixture of several parameter sets of one tree, as a single latent tree.
 
     Member ``m`` owns the hidden states ``m k', ..., (m + 1) k' - 1`` of every hidden
-    node: the root marginal is the members' marginals side by side divided by their
-    number, a table between hidden nodes is block-diagonal (a member's states lead only
-    to its own) and a column's table stacks the members' rows. The mixture's density is
-    therefore ``mean_m p_m(x)`` exactly, and everything that reads a latent tree
+    node: the root marginal is the members' marginals side by side, each times its
+    weight (equal weights by default), a table between hidden nodes is block-diagonal
+    (a member's states lead only to its own) and a column's table stacks the members'
+    rows. The mixture's density is
+    therefore ``sum_m w_m p_m(x)`` exactly, and everything that reads a latent tree
     (likelihoods with missing entries, conditionals, posteriors, sampling) reads the
     mixture.
 
@@ -78,6 +81,8 @@ def average_members(tree, members):
         through every hidden node).
     members : list of (root_marginal, cpts)
         Parameters of ``tree`` with the same number of states at every node.
+    weights : array-like of shape (n_members,), default=None
+        The members' mixture weights (summing to one); ``None``: equal.
 
     Returns
     -------
@@ -100,12 +105,50 @@ def average_members(tree, members):
             "column at a leaf."
         )
     m = len(members)
-    root = np.concatenate([np.asarray(r, dtype=float) for r, _ in members]) / m
+    weights = np.full(m, 1.0 / m) if weights is None else np.asarray(weights, dtype=float)
+    if weights.shape != (m,) or np.any(weights < 0) or not np.isclose(weights.sum(), 1.0):
+        raise ValueError(f"weights must be {m} non-negative numbers summing to 1, got {weights}.")
+    root = np.concatenate([w * np.asarray(r, dtype=float) for w, (r, _) in zip(weights, members)])
     cpts = {}
     for u in members[0][1]:
         tables = [np.asarray(c[u], dtype=float) for _, c in members]
         cpts[u] = block_diag(*tables) if tree.is_hidden(u) else np.vstack(tables)
     return root, cpts
+
+
+def mixture_weights(log_likelihoods, sample_weight=None, max_iter=200, tol=1e-10):
+    """Mixture weights of fixed components by EM: the weights ``w`` maximising
+    ``sum_i s_i log sum_m w_m p_m(x_i)`` given ``log_likelihoods[m, i] = log p_m(x_i)``
+    (rows weighted by ``sample_weight``). The objective is concave in ``w``; EM's update
+    ``w_m <- mean_i s_i P(m | x_i)`` never lowers it.
+
+    Parameters
+    ----------
+    log_likelihoods : ndarray of shape (n_components, n_rows)
+    sample_weight : ndarray of shape (n_rows,), default=None
+    max_iter : int, default=200
+    tol : float, default=1e-10
+        Stop when no weight moves by more than ``tol``.
+
+    Returns
+    -------
+    ndarray of shape (n_components,), summing to one.
+    """
+    lls = np.asarray(log_likelihoods, dtype=float)
+    s = np.ones(lls.shape[1]) if sample_weight is None else np.asarray(sample_weight, float)
+    s = s / s.sum()
+    w = np.full(len(lls), 1.0 / len(lls))
+    for _ in range(max_iter):
+        with np.errstate(divide="ignore"):
+            log_post = np.log(w)[:, None] + lls
+        log_post -= logsumexp(log_post, axis=0)
+        new = np.exp(log_post) @ s
+        new /= new.sum()
+        moved = np.max(np.abs(new - w))
+        w = new
+        if moved <= tol:
+            break
+    return w
 
 
 def pseudo_counts(tree, alpha, root_marginal, cpts):

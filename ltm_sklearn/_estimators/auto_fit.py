@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._algorithms.em import can_average_members
+from .._algorithms.em import can_average_members, mixture_weights
 from .._engine.threads import block_threads
 from .._engine.tree import LatentTree
 from .candidates import CandidateTask, early_stopping, run_tasks, task_seed
@@ -60,6 +60,8 @@ _SOFTENING_MAX = 1.0 / 8
 #: ``n_members="auto"``: at most this many members, each added while the held-out score
 #: of the average gains (more than ``TIE_TOL``)
 _AUTO_MAX_MEMBERS = 4
+#: the members' mixture weights fitted by EM on the held-out rows (else equal)
+_WEIGHTED_MEMBERS = True
 
 
 def _rungs(cap):
@@ -325,7 +327,7 @@ def select_model(est, moments, rng):
         if below and below[-1].tree.edges == winner.tree.edges:
             if k_best > moment_states(train.n_states):
                 grown_from = below[-1]
-        choice.members, choice.member_scores = select_members(
+        choice.members, choice.member_scores, choice.member_weights = select_members(
             est, choice.fit, k_best, train, moments, split, base_seed, cap, est.max_iter,
             grown_from, settings,
         )  # fmt: skip
@@ -448,7 +450,8 @@ def select_members(
     settings=None,
 ):  # fmt: skip
     """The fits averaged by ``n_members="auto"``, chosen on the held-out rows of
-    ``split`` with the model: ``(fits, scores per number of members)``.
+    ``split`` with the model: ``(fits, scores per number of members, their mixture
+    weights)``.
 
     ``first`` (the chosen fit), then EM on its tree from other starts, each stopped
     early on the held-out rows (at most ``max_iter`` iterations, as the chosen fit)
@@ -469,13 +472,18 @@ def select_members(
 
     No standard-error margin: a member of equal quality costs time rather than
     accuracy (row by row the log-likelihood of an average is at least the mean of its
-    members'); measured on the density benchmark in the user guide."""
+    members'); measured on the density benchmark in the user guide.
+
+    The kept members' mixture weights are then fitted by EM on the same held-out rows
+    (:func:`~ltm_sklearn._algorithms.em.mixture_weights`) when ``_WEIGHTED_MEMBERS``;
+    equal weights otherwise."""
     _, held, unseen = split
     tree = first.tree
     if not tree.hidden_nodes or not can_average_members(tree):
-        return [first], {}
+        return [first], {}, None
     fits = [first]
     average = est._held_out_log_likelihood(first, moments, held.rows, unseen)
+    own_lls = [average]  # each kept member's own held-out log-likelihoods
     kinds = ["random"] if grown_from is None else ["random", "grown"]
     sizes = []  # the numbers of members whose tables fit the memory budget
     for m in range(2, _AUTO_MAX_MEMBERS + 1):
@@ -542,9 +550,15 @@ def select_members(
             print(f"{m} members: {kind} start, gain {score - before:.4f} (s.e. {se:.4f})")
         if score > before + TIE_TOL:
             fits.append(fit)
+            own_lls.append(own)
             average = ll
         return score
 
     scores = {1: held.mean(average)}
     scores.update(grow(range(2, _AUTO_MAX_MEMBERS + 1), add, patience=1, best=scores[1]))
-    return fits, scores
+    weights = None
+    if _WEIGHTED_MEMBERS and len(fits) > 1:
+        weights = mixture_weights(np.array(own_lls), held.weights)
+        if est.verbose:
+            print("member weights on the held-out rows: " + ", ".join(f"{w:.3f}" for w in weights))
+    return fits, scores, weights

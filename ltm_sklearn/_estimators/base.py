@@ -300,7 +300,7 @@ class BaseLatentTree(
                 # stopped by the training tolerance, or by the budget it was given below
                 # max_iter (the selection's fits stopped on their held-out rule)
                 fit.converged = fit.converged or refit < self.max_iter
-            fitted = fits[0] if len(fits) == 1 else average_fits(fits)
+            fitted = fits[0] if len(fits) == 1 else average_fits(fits, choice.member_weights)
             self.n_members_ = len(fits)
         else:
             fitted = self._fit_parameters(self.tree_, parameters, k, rng, second_start=True)

@@ -49,14 +49,15 @@ class ModelChoice:
     softening_scores: dict | None = None
     members: list | None = None
     member_scores: dict | None = None
+    member_weights: np.ndarray | None = None
 
 
-def average_fits(fits):
-    """EM fits of one tree averaged into one model
-    (:func:`~ltm_sklearn._algorithms.em.average_members`): the members' mean objective,
-    their summed iterations, converged when all are, the first one's extras."""
+def average_fits(fits, weights=None):
+    """EM fits of one tree averaged into one model with mixture ``weights`` (default
+    equal; :func:`~ltm_sklearn._algorithms.em.average_members`): the members' mean
+    objective, their summed iterations, converged when all are, the first one's extras."""
     tree = fits[0].tree
-    root, cpts = average_members(tree, [(f.root_marginal, f.cpts) for f in fits])
+    root, cpts = average_members(tree, [(f.root_marginal, f.cpts) for f in fits], weights)
     return FittedModel(
         tree,
         root,
