@@ -202,6 +202,7 @@ SHARED_DEFAULTS = {
     "tree": None,
     "alpha": 0.5,
     "softening": 0.0,
+    "entropy": 0.0,
     "n_members": "auto",
     "categories": "auto",
     "max_iter": 300,
@@ -227,14 +228,16 @@ EXCEPTIONS = {
     # its hidden variables are continuous: only the discrete root has states, its
     # mixture components (GaussianMixture's name)
     ("GaussianLatentTree", "n_hidden_states"): "absent",
-    # continuous columns: no categories, pseudo-counts, softening or members
+    # continuous columns: no categories, pseudo-counts, softening, entropy or members
     ("GaussianLatentTree", "alpha"): "absent",
     ("GaussianLatentTree", "softening"): "absent",
+    ("GaussianLatentTree", "entropy"): "absent",
     ("GaussianLatentTree", "n_members"): "absent",
     ("GaussianLatentTree", "categories"): "absent",
     # a leaf table spreads over up to n_landmarks bumps (0.5 measured worse on six tables)
     ("KernelLatentTree", "alpha"): 0.1,
     ("KernelLatentTree", "softening"): "absent",
+    ("KernelLatentTree", "entropy"): "absent",
     ("KernelLatentTree", "n_members"): "absent",
     # the tree comes from the quartet tests
     ("QuartetTreeLearner", "tree"): "absent",

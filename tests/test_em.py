@@ -264,6 +264,23 @@ def test_entropy_regularised_em_never_decreases_and_vanishes_with_its_strength()
     assert entropies[0] > entropies[1] > complete_entropy(model.tree, *plain[:2])
 
 
+def test_entropy_regularised_estimator_is_normalised_and_auto_records_its_choice():
+    model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
+    X = model.sample(500, random_state=1)
+    options = dict(n_hidden_states=2, tree=model.tree, n_members=1, random_state=0)
+    strong = SpectralLatentTree(entropy=0.05, **options).fit(X)
+    assert np.exp(strong.score_samples(model.all_configurations())).sum() == pytest.approx(1.0)
+    plain = SpectralLatentTree(**options).fit(X)
+    zero = SpectralLatentTree(entropy=0.0, **options).fit(X)
+    np.testing.assert_array_equal(plain.score_samples(X), zero.score_samples(X))
+    assert strong.entropy_ == 0.05 and plain.entropy_ == 0.0
+    H = [complete_entropy(e.tree_, e.root_marginal_, e.cpts_) for e in (strong, plain)]
+    assert H[0] > H[1]
+    auto = SpectralLatentTree(n_hidden_states="auto", entropy="auto", random_state=0).fit(X)
+    assert auto.entropy_ in auto.entropy_scores_ and "chosen" in auto.entropy_scores_
+    assert np.exp(auto.score_samples(model.all_configurations())).sum() == pytest.approx(1.0)
+
+
 def test_softened_estimator_is_normalised_and_zero_softening_changes_nothing():
     model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
     X = model.sample(500, random_state=1)

@@ -102,8 +102,10 @@ class BaseLatentTree(
     _independence_alpha = 1.0
     #: estimators without the ``n_members`` parameter (``KernelLatentTree``) fit one member
     n_members = 1
-    #: and fit their data as observed (no ``softening`` parameter)
+    #: and fit their data as observed without entropy regularisation (no ``softening``
+    #: or ``entropy`` parameter)
     softening = 0.0
+    entropy = 0.0
     #: whether a fit can go on from where it stopped (EM on category codes), so that the
     #: candidates of a selection can race; otherwise each is fitted once
     _resumable_fits = True
@@ -115,6 +117,7 @@ class BaseLatentTree(
         "categories": [StrOptions({"auto"}), list],
         "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "softening": [Interval(Real, 0, 0.5, closed="left"), StrOptions({"auto"})],
+        "entropy": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "n_members": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -132,6 +135,7 @@ class BaseLatentTree(
         categories="auto",
         alpha=0.5,
         softening=0.0,
+        entropy=0.0,
         n_members="auto",
         max_iter=300,
         tol=1e-4,
@@ -145,6 +149,7 @@ class BaseLatentTree(
         self.categories = categories
         self.alpha = alpha
         self.softening = softening
+        self.entropy = entropy
         self.n_members = n_members
         self.max_iter = max_iter
         self.tol = tol
@@ -244,13 +249,14 @@ class BaseLatentTree(
         # "auto": the default until select_alpha (select_softening) chooses
         self.alpha_ = DEFAULT_ALPHA if isinstance(self.alpha, str) else float(self.alpha)
         self.softening_ = 0.0 if isinstance(self.softening, str) else float(self.softening)
+        self.entropy_ = 0.0 if isinstance(self.entropy, str) else float(self.entropy)
         names = self._candidate_structures()
         if not isinstance(self.n_hidden_states, str) and names not in (["chow_liu"], ["given"]):
             # refuse before fitting any candidate (a learned latent tree has hidden nodes)
             self._check_table_memory(moments, int(self.n_hidden_states))
             self._check_rows_for_states(moments, int(self.n_hidden_states))
         choice = None
-        chosen = (self.n_hidden_states, self.alpha, self.softening)
+        chosen = (self.n_hidden_states, self.alpha, self.softening, self.entropy)
         if len(names) > 1 or any(isinstance(value, str) for value in chosen):
             choice = select_model(self, moments, rng)
             k, structure = choice.k, choice.structure
@@ -262,6 +268,8 @@ class BaseLatentTree(
             if choice.softening is not None:
                 self.softening_ = choice.softening
                 self.softening_scores_ = choice.softening_scores
+            if choice.entropy is not None:
+                self.entropy_, self.entropy_scores_ = choice.entropy, choice.entropy_scores
             if choice.member_scores is not None:
                 self.n_members_scores_ = choice.member_scores
         else:
@@ -434,15 +442,18 @@ class BaseLatentTree(
         alpha=None,
         early_stopping=None,
         softening=None,
+        entropy=None,
     ):
         """EM from ``(root, cpts)`` (and from each start of ``others``, the best kept),
         hidden states first expanded to ``k``; pseudo-count ``alpha`` (default
-        ``alpha_``) and data softening ``softening`` (default ``softening_``); stopped
+        ``alpha_``), data softening ``softening`` (default ``softening_``) and entropy
+        regularisation ``entropy`` (default ``entropy_``); stopped
         early on a held-out score with ``early_stopping``
         (:class:`~ltm_sklearn._algorithms.em.EarlyStopping`)."""
         noise = _EXPAND_NOISE if noise is None else noise
         alpha = self.alpha_ if alpha is None else alpha
         softening = self.softening_ if softening is None else softening
+        entropy = self.entropy_ if entropy is None else entropy
         starts = [
             expand_states(tree, r, c, k, random_state=rng, noise=noise)
             for r, c in [(root, cpts), *others]
@@ -458,6 +469,7 @@ class BaseLatentTree(
             others=starts[1:],
             alpha=alpha,
             softening=softening,
+            entropy=entropy,
             max_iter=max_iter,
             tol=self.tol,
             verbose=self.verbose,
@@ -474,6 +486,7 @@ class BaseLatentTree(
                 moments.evidence(softening),
                 None,
                 alpha=alpha,
+                entropy=entropy,
                 max_iter=max_iter,
                 tol=self.tol,
                 verbose=self.verbose,

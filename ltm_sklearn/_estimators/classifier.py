@@ -853,7 +853,7 @@ def _fit_class_model(est, X, sample_weight, label, quiet=False, record=False):
 
 
 #: the model choices of a density estimator that ``"auto"`` makes in its fit
-_CHOICES = ("n_hidden_states", "structure", "n_members", "alpha", "softening", "hidden")
+_CHOICES = ("n_hidden_states", "structure", "n_members", "alpha", "softening", "entropy", "hidden")
 
 
 def _choices_of(fitted):

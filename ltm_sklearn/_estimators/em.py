@@ -44,6 +44,9 @@ class LatentTreeEM(BaseLatentTree):
     softening : float in [0, 0.5) or "auto", default=0.0
         Data softening of EM; ``"auto"`` chooses it on held-out rows (see
         :class:`SpectralLatentTree`).
+    entropy : float >= 0 or "auto", default=0.0
+        Entropy regularisation of EM; ``"auto"`` chooses it on held-out rows (see
+        :class:`SpectralLatentTree`).
     n_members : int or "auto", default="auto"
         EM fits from different starts averaged into one latent tree of
         ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their
@@ -114,6 +117,7 @@ class LatentTreeEM(BaseLatentTree):
         categories="auto",
         alpha=0.5,
         softening=0.0,
+        entropy=0.0,
         n_members="auto",
         max_iter=300,
         tol=1e-4,
@@ -128,6 +132,7 @@ class LatentTreeEM(BaseLatentTree):
             categories=categories,
             alpha=alpha,
             softening=softening,
+            entropy=entropy,
             n_members=n_members,
             max_iter=max_iter,
             tol=tol,

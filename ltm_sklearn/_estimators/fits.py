@@ -47,6 +47,8 @@ class ModelChoice:
     alpha_scores: dict | None = None
     softening: float | None = None
     softening_scores: dict | None = None
+    entropy: float | None = None
+    entropy_scores: dict | None = None
     members: list | None = None
     member_scores: dict | None = None
     member_weights: np.ndarray | None = None

@@ -56,6 +56,8 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         :class:`SpectralLatentTree`).
     softening : float in [0, 0.5) or "auto", default=0.0
         Data softening of EM's evidence (see :class:`SpectralLatentTree`).
+    entropy : float >= 0 or "auto", default=0.0
+        Entropy regularisation of EM (see :class:`SpectralLatentTree`).
     n_members : int or "auto", default="auto"
         EM fits from different starts averaged into one latent tree of
         ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their
@@ -127,6 +129,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         categories="auto",
         alpha=0.5,
         softening=0.0,
+        entropy=0.0,
         n_members="auto",
         max_iter=300,
         tol=1e-4,
@@ -141,6 +144,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         self.categories = categories
         self.alpha = alpha
         self.softening = softening
+        self.entropy = entropy
         self.n_members = n_members
         self.max_iter = max_iter
         self.tol = tol
