@@ -257,7 +257,7 @@ def complete_entropy(tree, root_marginal, cpts):
     """Entropy (nats) of the model's complete data, every column and hidden variable:
     ``H(x_root) + sum_u sum_j P(x_pa(u) = j) H(x_u | x_pa(u) = j)`` - the entropy that
     Liu & Van den Broeck, "Tractable Regularization of Probabilistic Circuits" (NeurIPS
-    2021, section 4) regularise for a circuit with its hidden variables made explicit
+    2021) regularise for a circuit with its hidden variables made explicit
     (their deterministic form of a non-deterministic circuit)."""
     marginals = node_marginals(tree, root_marginal, cpts)
 
@@ -274,7 +274,7 @@ def complete_entropy(tree, root_marginal, cpts):
 def entropy_rows(counts, weight, n_newton=30):
     """Rows ``theta`` of the simplex maximising ``sum_c counts_c log theta_c + weight *
     H(theta)`` (``H`` the entropy in nats; ``counts >= 0``, ``weight >= 0`` per row): the
-    M-step of entropy-regularised EM (Liu & Van den Broeck, NeurIPS 2021, section 4).
+    M-step of entropy-regularised EM (Liu & Van den Broeck, NeurIPS 2021).
 
     The objective is strictly concave on the simplex; at its maximum ``counts_c =
     theta_c (mu + weight log theta_c)`` for one ``mu`` per row, with ``mu = sum_c counts_c
@@ -461,8 +461,8 @@ def fit_em(
     The objective is the log-likelihood per unit of weight plus the log prior of
     :func:`m_step` divided by the total weight, plus ``entropy`` times the entropy of the
     model's complete data (:func:`complete_entropy`): the entropy regularisation of Liu &
-    Van den Broeck, "Tractable Regularization of Probabilistic Circuits" (NeurIPS 2021,
-    section 4), whose M-step (:func:`entropy_rows`) holds the parents' marginals at their
+    Van den Broeck, "Tractable Regularization of Probabilistic Circuits" (NeurIPS 2021),
+    whose M-step (:func:`entropy_rows`) holds the parents' marginals at their
     current values. That M-step is not guaranteed to raise the objective, so with
     ``entropy > 0`` every step is checked, and EM stops at the first plain step that
     would lower it. The iterations stop when an accepted step
