@@ -118,8 +118,9 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         it kept none: the held-out rows, which also chose ``k'`` and stopped EM, scored
         none -53.85 and 0.003 -53.92, while the test rows score 0.003 higher by 0.155.
     n_members : int or "auto", default="auto"
-        EM fits from different starts averaged into the model (a uniform mixture of
-        latent trees on the one tree, stored as a latent tree whose hidden nodes have
+        EM fits from different starts averaged into the model (a mixture of latent
+        trees on the one tree, equal weights for a number, weights fitted by EM on the
+        held-out rows with ``"auto"``; stored as a latent tree whose hidden nodes have
         ``n_members * n_hidden_states_`` states, member by member; see
         :func:`~ltm_sklearn._algorithms.em.average_members`). The fits after the first start
         at random. Averaging reduces the variance of EM's local optima: on the density
