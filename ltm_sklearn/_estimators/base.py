@@ -69,7 +69,7 @@ from .._engine.inference import release_buffers
 from .._engine.tree import LatentTree, canonical_root
 from .._engine.user_frames import user_stacklevel
 from .._sources.distributed import dask_moments
-from .auto_fit import select_entropy, select_model
+from .auto_fit import select_model
 from .candidates import CandidateTask, run_tasks, task_seed
 from .fits import DEFAULT_ALPHA, FittedModel, ModelChoice, average_fits, moment_states
 from .partial_fit import PartialFitMixin
@@ -258,10 +258,7 @@ class BaseLatentTree(
         choice = None
         chosen = (self.n_hidden_states, self.alpha, self.softening, self.entropy)
         if len(names) > 1 or any(isinstance(value, str) for value in chosen):
-            if isinstance(self.entropy, str):
-                choice = select_entropy(self, moments, rng)
-            else:
-                choice = select_model(self, moments, rng)
+            choice = select_model(self, moments, rng)
             k, structure = choice.k, choice.structure
             self.structure_scores_ = choice.structure_scores
             if isinstance(self.n_hidden_states, str):

@@ -52,8 +52,6 @@ class ModelChoice:
     members: list | None = None
     member_scores: dict | None = None
     member_weights: np.ndarray | None = None
-    #: held-out log-likelihood per row of the chosen model (its members averaged)
-    score: float | None = None
 
 
 def average_fits(fits, weights=None):
