@@ -264,17 +264,27 @@ def test_entropy_regularised_em_never_decreases_and_vanishes_with_its_strength()
     assert entropies[0] > entropies[1] > complete_entropy(model.tree, *plain[:2])
 
 
-def test_entropy_regularised_estimator_is_normalised_and_auto_records_its_choice():
+@pytest.mark.parametrize("name, value", [("softening", 0.1), ("entropy", 0.05)])
+def test_regularised_estimator_is_normalised_and_zero_changes_nothing(name, value):
     model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
     X = model.sample(500, random_state=1)
     options = dict(n_hidden_states=2, tree=model.tree, n_members=1, random_state=0)
-    strong = SpectralLatentTree(entropy=0.05, **options).fit(X)
-    assert np.exp(strong.score_samples(model.all_configurations())).sum() == pytest.approx(1.0)
+    regularised = SpectralLatentTree(**{name: value}, **options).fit(X)
+    total = np.exp(regularised.score_samples(model.all_configurations())).sum()
+    assert total == pytest.approx(1.0)
     plain = SpectralLatentTree(**options).fit(X)
-    zero = SpectralLatentTree(entropy=0.0, **options).fit(X)
+    zero = SpectralLatentTree(**{name: 0.0}, **options).fit(X)
     np.testing.assert_array_equal(plain.score_samples(X), zero.score_samples(X))
-    assert strong.entropy_ == 0.05 and plain.entropy_ == 0.0
-    H = [complete_entropy(e.tree_, e.root_marginal_, e.cpts_) for e in (strong, plain)]
+    assert not np.allclose(regularised.score_samples(X), plain.score_samples(X))
+    assert getattr(regularised, f"{name}_") == value and getattr(plain, f"{name}_") == 0.0
+
+
+def test_entropy_raises_the_models_entropy_and_auto_records_its_choice():
+    model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
+    X = model.sample(500, random_state=1)
+    options = dict(n_hidden_states=2, tree=model.tree, n_members=1, random_state=0)
+    fits = [SpectralLatentTree(entropy=e, **options).fit(X) for e in (0.05, 0.0)]
+    H = [complete_entropy(e.tree_, e.root_marginal_, e.cpts_) for e in fits]
     assert H[0] > H[1]
     auto = SpectralLatentTree(n_hidden_states="auto", entropy="auto", random_state=0).fit(X)
     scores = auto.entropy_scores_
@@ -282,18 +292,6 @@ def test_entropy_regularised_estimator_is_normalised_and_auto_records_its_choice
     if auto.entropy_ > 0:  # a regularised fit is kept only above both others
         assert scores[auto.entropy_] > max(scores[0.0], scores["chosen"])
     assert np.exp(auto.score_samples(model.all_configurations())).sum() == pytest.approx(1.0)
-
-
-def test_softened_estimator_is_normalised_and_zero_softening_changes_nothing():
-    model = LatentTreeModel.random(balanced_binary_tree(4), 2, 3, random_state=0)
-    X = model.sample(500, random_state=1)
-    options = dict(n_hidden_states=2, tree=model.tree, n_members=1, random_state=0)
-    soft = SpectralLatentTree(softening=0.1, **options).fit(X)
-    assert np.exp(soft.score_samples(model.all_configurations())).sum() == pytest.approx(1.0)
-    plain = SpectralLatentTree(**options).fit(X)
-    zero = SpectralLatentTree(softening=0.0, **options).fit(X)
-    np.testing.assert_array_equal(plain.score_samples(X), zero.score_samples(X))
-    assert not np.allclose(soft.score_samples(X), plain.score_samples(X))
 
 
 def test_unique_rows_merge_identical_rows_and_keep_weights():

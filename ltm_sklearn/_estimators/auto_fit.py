@@ -387,6 +387,20 @@ def _last_gain(walked, best, previous, gain):
     return best
 
 
+def _doubling_walk(run, low, high, none_score, gain):
+    """A regulariser's strengths ``low``, ``2 low``, ... up to ``high``, each scored by
+    ``run(value)`` while it gains more than ``gain`` (:func:`~.selection.grow` with a
+    patience of one) over none, which scores ``none_score``: ``(scores of the values
+    run, the chosen value or 0.0)``."""
+    values = []
+    value = low
+    while value <= high:
+        values.append(value)
+        value *= 2
+    walked = grow(values, run, patience=1, tol=gain, best=none_score)
+    return walked, _last_gain(walked, 0.0, none_score, gain)
+
+
 def select_alpha(est, start, k, train_moments, moments, split, rng, max_iter):
     """The Dirichlet pseudo-count by held-out log-likelihood (``alpha="auto"``), for
     the model chosen on the same split: ``(alpha, scores per alpha, fit at alpha)``.
@@ -439,14 +453,8 @@ def _select_regulariser(
     )
     gain = max(est.tol, TIE_TOL)
     scores = {0.0: held.mean(est._held_out_log_likelihood(start, moments, held.rows, unseen))}
-    values = []
-    value = low
-    while value <= high:
-        values.append(value)
-        value *= 2
-    walked = grow(values, run, patience=1, tol=gain, best=scores[0.0])
+    walked, best = _doubling_walk(run, low, high, scores[0.0], gain)
     scores.update(walked)
-    best = _last_gain(walked, 0.0, scores[0.0], gain)
     if est.verbose:
         text = ", ".join(f"{v:g} {s:.4f}" for v, s in scores.items())
         print(f"{setting}: held-out log-likelihood per row {text}; chose {best:g}")
@@ -502,14 +510,8 @@ def select_entropy(
     gain = max(est.tol, TIE_TOL)
     chosen = held.mean(est._held_out_log_likelihood(start, moments, held.rows, unseen))
     scores = {0.0: run(0.0)}
-    values = []
-    value = _ENTROPY_MIN
-    while value <= _ENTROPY_MAX:
-        values.append(value)
-        value *= 2
-    walked = grow(values, run, patience=1, tol=gain, best=scores[0.0])
+    walked, best = _doubling_walk(run, _ENTROPY_MIN, _ENTROPY_MAX, scores[0.0], gain)
     scores.update(walked)
-    best = _last_gain(walked, 0.0, scores[0.0], gain)
     if best and scores[best] <= chosen + gain:
         best = 0.0  # the chosen fit stays: its own start did better
     if est.verbose:
