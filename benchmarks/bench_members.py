@@ -48,22 +48,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, machine, markdown_table, save  # noqa: E402
 
 from ltm_sklearn import SpectralLatentTree  # noqa: E402
-from ltm_sklearn._algorithms.em import EarlyStopping, node_states, polish, random_cpts  # noqa: E402
+from ltm_sklearn._algorithms.em import (  # noqa: E402
+    EarlyStopping,
+    mixture_weights,
+    node_states,
+    polish,
+    random_cpts,
+)
 from ltm_sklearn._engine.moments import MomentEstimator  # noqa: E402
 from ltm_sklearn.datasets import DEBD_PUBLISHED, DEBD_SETS, load_debd  # noqa: E402
 from ltm_sklearn.structure import hidden_chow_liu, mutual_information  # noqa: E402
 
 PARTS = RESULTS / "bench_members_parts"
-
-
-def mixture_weights(lls, n_iter=200):
-    """Mixture weights of members with log-likelihoods ``lls`` (members x rows) by EM."""
-    w = np.full(len(lls), 1.0 / len(lls))
-    for _ in range(n_iter):
-        log_post = np.log(w)[:, None] + lls
-        log_post -= logsumexp(log_post, axis=0)
-        w = np.exp(log_post).mean(axis=1)
-    return w
 
 
 def curve(lls, weights=None):

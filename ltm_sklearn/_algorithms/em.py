@@ -69,10 +69,9 @@ def average_members(tree, members, weights=None):
     node: the root marginal is the members' marginals side by side, each times its
     weight (equal weights by default), a table between hidden nodes is block-diagonal
     (a member's states lead only to its own) and a column's table stacks the members'
-    rows. The mixture's density is
-    therefore ``sum_m w_m p_m(x)`` exactly, and everything that reads a latent tree
-    (likelihoods with missing entries, conditionals, posteriors, sampling) reads the
-    mixture.
+    rows. The mixture's density is therefore ``sum_m w_m p_m(x)`` exactly, and everything
+    that reads a latent tree (likelihoods with missing entries, conditionals, posteriors,
+    sampling) reads the mixture.
 
     Parameters
     ----------
@@ -233,14 +232,14 @@ def m_step(root_counts, edge_counts, alpha=0.0, entropy=None):
     return root, _unstack(groups, out)
 
 
-def entropy_weights(tree, root_marginal, cpts, strength):
+def entropy_weights(tree, marginals, strength):
     """The weights of :func:`m_step`'s ``entropy`` for the regulariser ``strength *
-    complete_entropy`` at the current parameters: ``strength`` for the root's row, and
-    ``strength * P(x_pa(u) = j)`` for row ``j`` of node ``u``'s table (the parents'
-    marginals held at their current values, as the M-step of Liu & Van den Broeck
-    (NeurIPS 2021) holds a node's context probability)."""
-    marginals = node_marginals(tree, root_marginal, cpts)
-    return strength, {u: strength * marginals[tree.parent[u]] for u in cpts}
+    complete_entropy`` at parameters whose nodes have the ``marginals`` of
+    :func:`node_marginals`: ``strength`` for the root's row, and ``strength * P(x_pa(u)
+    = j)`` for row ``j`` of node ``u``'s table (the parents' marginals held at their
+    current values, as the M-step of Liu & Van den Broeck (NeurIPS 2021) holds a node's
+    context probability)."""
+    return strength, {u: strength * marginals[tree.parent[u]] for u in marginals if u != tree.root}
 
 
 def node_marginals(tree, root_marginal, cpts):
@@ -253,13 +252,15 @@ def node_marginals(tree, root_marginal, cpts):
     return out
 
 
-def complete_entropy(tree, root_marginal, cpts):
+def complete_entropy(tree, root_marginal, cpts, marginals=None):
     """Entropy (nats) of the model's complete data, every column and hidden variable:
     ``H(x_root) + sum_u sum_j P(x_pa(u) = j) H(x_u | x_pa(u) = j)`` - the entropy that
     Liu & Van den Broeck, "Tractable Regularization of Probabilistic Circuits" (NeurIPS
     2021) regularise for a circuit with its hidden variables made explicit
-    (their deterministic form of a non-deterministic circuit)."""
-    marginals = node_marginals(tree, root_marginal, cpts)
+    (their deterministic form of a non-deterministic circuit). ``marginals``: those of
+    :func:`node_marginals`, when known."""
+    if marginals is None:
+        marginals = node_marginals(tree, root_marginal, cpts)
 
     def h(p):
         p = np.asarray(p, dtype=float)
@@ -525,9 +526,10 @@ def fit_em(
         value = (value + log_prior(root, tables, alpha)) / total
         if not entropy:
             return value, m_step(rc, ec, alpha)
-        value += entropy * complete_entropy(tree, root, tables)
+        marginals = node_marginals(tree, root, tables)
+        value += entropy * complete_entropy(tree, root, tables, marginals)
         # the rows' weights in counts: the objective times the total weight
-        row_weights = entropy_weights(tree, root, tables, entropy * total)
+        row_weights = entropy_weights(tree, marginals, entropy * total)
         return value, m_step(rc, ec, alpha, row_weights)
 
     objective, update = e_step(root_marginal, cpts)

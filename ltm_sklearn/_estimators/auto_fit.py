@@ -65,8 +65,6 @@ _ENTROPY_MAX = 1.0 / 8
 #: ``n_members="auto"``: at most this many members, each added while the held-out score
 #: of the average gains (more than ``TIE_TOL``)
 _AUTO_MAX_MEMBERS = 4
-#: the members' mixture weights fitted by EM on the held-out rows (else equal)
-_WEIGHTED_MEMBERS = True
 
 
 def _rungs(cap):
@@ -437,42 +435,31 @@ def select_alpha(est, start, k, train_moments, moments, split, rng, max_iter):
     return best, dict(sorted(scores.items())), fits[best]
 
 
-def _select_regulariser(
-    est, start, k, train_moments, moments, split, rng, max_iter, setting, low, high, settings
-):
-    """A regulariser's strength by held-out log-likelihood: ``start``, the chosen fit
-    (EM already stopped on the held-out rows), scores none; EM then runs at most
-    ``max_iter`` more iterations from it with the ``_polish`` argument ``setting`` at
-    ``low``, doubled up to ``high`` while the held-out score improves by more than
-    ``tol`` nats per row (:func:`~.selection.grow` with a patience of one), each stopped
-    early on the held-out rows. Returns ``(value, scores per value, fit at it)``."""
+def select_softening(est, start, k, train_moments, moments, split, rng, max_iter, settings=None):
+    """Data softening by held-out log-likelihood (``softening="auto"``), for the model
+    chosen on the same split: ``(softening, scores per value, fit at it)``.
+
+    ``start``, the chosen fit (EM already stopped on the held-out rows), scores no
+    softening; EM then runs at most ``max_iter`` more iterations from it with softening
+    ``_SOFTENING_MIN``, doubled while the held-out score improves by more than ``tol``
+    nats per row (:func:`_doubling_walk`), each stopped early on the held-out rows.
+    Softening is a regulariser (Liu & Van den Broeck, NeurIPS 2021): on 1,600 rows of
+    plants at ``k' = 16`` softening 1/1000 gained 0.03 nats per row and 1/100 lost 0.24
+    (see the user guide).
+    """
     _, held, unseen = split
     fits = {0.0: start}
     run = _continue_with(
-        est, start, k, train_moments, moments, split, rng, max_iter, setting, fits, settings
+        est, start, k, train_moments, moments, split, rng, max_iter, "softening", fits, settings
     )
     gain = max(est.tol, TIE_TOL)
     scores = {0.0: held.mean(est._held_out_log_likelihood(start, moments, held.rows, unseen))}
-    walked, best = _doubling_walk(run, low, high, scores[0.0], gain)
+    walked, best = _doubling_walk(run, _SOFTENING_MIN, _SOFTENING_MAX, scores[0.0], gain)
     scores.update(walked)
     if est.verbose:
         text = ", ".join(f"{v:g} {s:.4f}" for v, s in scores.items())
-        print(f"{setting}: held-out log-likelihood per row {text}; chose {best:g}")
+        print(f"softening: held-out log-likelihood per row {text}; chose {best:g}")
     return best, scores, fits[best]
-
-
-def select_softening(est, start, k, train_moments, moments, split, rng, max_iter, settings=None):
-    """Data softening by held-out log-likelihood (``softening="auto"``), for the model
-    chosen on the same split: ``(softening, scores per value, fit at it)``; none, then
-    ``_SOFTENING_MIN`` doubled (:func:`_select_regulariser`). Softening is a
-    regulariser (Liu & Van den Broeck, NeurIPS 2021): on 1,600 rows of plants at
-    ``k' = 16`` softening 1/1000 gained 0.03 nats per row and 1/100 lost 0.24 (see the
-    user guide).
-    """
-    return _select_regulariser(
-        est, start, k, train_moments, moments, split, rng, max_iter, "softening",
-        _SOFTENING_MIN, _SOFTENING_MAX, settings,
-    )  # fmt: skip
 
 
 def select_entropy(
@@ -552,8 +539,7 @@ def select_members(
     members'); measured on the density benchmark in the user guide.
 
     The kept members' mixture weights are then fitted by EM on the same held-out rows
-    (:func:`~ltm_sklearn._algorithms.em.mixture_weights`) when ``_WEIGHTED_MEMBERS``;
-    equal weights otherwise."""
+    (:func:`~ltm_sklearn._algorithms.em.mixture_weights`)."""
     _, held, unseen = split
     tree = first.tree
     if not tree.hidden_nodes or not can_average_members(tree):
@@ -634,7 +620,7 @@ def select_members(
     scores = {1: held.mean(average)}
     scores.update(grow(range(2, _AUTO_MAX_MEMBERS + 1), add, patience=1, best=scores[1]))
     weights = None
-    if _WEIGHTED_MEMBERS and len(fits) > 1:
+    if len(fits) > 1:
         weights = mixture_weights(np.array(own_lls), held.weights)
         if est.verbose:
             print("member weights on the held-out rows: " + ", ".join(f"{w:.3f}" for w in weights))
