@@ -5,8 +5,10 @@ Categorical tables (their categorical columns): ours with the default estimator
 ``SpectralLatentTree(structure="hclt")`` - ``model="pooled"`` (the default: the per-class
 and the joint posteriors pooled and calibrated), ``"per_class"`` (one latent tree per
 class), ``"joint"`` (one tree over the columns and the class, its exact conditional) - the
-pool with ``SpectralLatentTree()`` (its structures raced on held-out rows), and a Chow-Liu
-tree per class
+pool with ``k'`` chosen inside ``fit`` (``n_hidden_states="auto"``: the class models' by
+out-of-fold log-loss, the joint model's by its held-out likelihood), the pool with
+``SpectralLatentTree()`` (its structures raced on held-out rows), and a Chow-Liu tree per
+class
 (``SpectralLatentTree(structure="chow_liu")``, ``model="per_class"``: a tree-augmented
 naive Bayes with a tree of its own per class). Against: ``CategoricalNB`` (add-one
 smoothing), a one-hot ``LogisticRegression`` with the default ``C`` and with ``C`` tuned
@@ -75,6 +77,9 @@ def _categorical_models(categories):
         "pooled (default)": lambda: LatentTreeClassifier(random_state=0),
         "per_class": lambda: LatentTreeClassifier(model="per_class", random_state=0),
         "joint": lambda: LatentTreeClassifier(model="joint", random_state=0),
+        "pooled, k' chosen (n_hidden_states='auto')": lambda: LatentTreeClassifier(
+            n_hidden_states="auto", random_state=0
+        ),
         "pooled, structures raced": lambda: LatentTreeClassifier(
             SpectralLatentTree(), random_state=0
         ),

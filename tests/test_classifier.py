@@ -542,3 +542,41 @@ def test_calibration_refits_the_joint_model_with_its_choices_on_every_row(monkey
     assert params["structure"] == every_row.structure_
     assert params["n_members"] == every_row.n_members_
     assert fold.n_hidden_states_ == every_row.n_hidden_states_
+
+
+def test_default_joint_model_has_a_hidden_state_per_class():
+    """The class is a column below a hidden node of the joint model, whose posterior has
+    rank at most that node's states: the default joint model gets a state per class
+    (as many as its rows can estimate), the per-class models keep k' = 2."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, size=(600, 6))
+    y = (X[:, 0] + X[:, 1] + rng.integers(0, 2, size=600)) % 5  # five classes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(random_state=0).fit(X, y)
+        given = LatentTreeClassifier(SpectralLatentTree(2, structure="hclt"), random_state=0)
+        given.fit(X, y)
+    assert clf.joint_estimator_.n_hidden_states_ == 5
+    assert {m.n_hidden_states_ for m in clf.estimators_} == {2}
+    assert given.joint_estimator_.n_hidden_states_ == 2  # a given estimator keeps its k'
+    np.testing.assert_allclose(clf.predict_proba(X[:50]).sum(axis=1), 1.0)
+    # ten classes: on 6 rows the 6 states they estimate; on one row the estimator's own
+    # k' (whose fit then names the problem)
+    clf.classes_ = np.arange(10)
+    assert clf._joint_states(SpectralLatentTree(2), np.ones(6)) == 6
+    assert clf._joint_states(SpectralLatentTree(2), np.ones(1)) == 2
+
+
+def test_calibration_fold_caps_the_joint_states_at_what_its_rows_estimate():
+    """A k' chosen on every row may be more than the calibration fold's rows estimate
+    (k' = 32 needs 103 rows): the fold's joint model takes the most its rows can, not an
+    error (a 5-fold cross-validation of n_hidden_states="auto" on lymphography failed
+    so)."""
+    X, y, *_ = two_class_data(50)
+    clf = LatentTreeClassifier(model="joint", random_state=0).fit(X, y)
+    like = clf.joint_estimator_
+    like.set_params(n_hidden_states="auto")
+    like.n_hidden_states_ = 32  # as if chosen on more rows than the fold has
+    y_idx = np.searchsorted(clf.classes_, y)
+    fold = clf._fit_joint(SpectralLatentTree(structure="hclt"), X, y_idx, np.ones(100), like)
+    assert fold.n_hidden_states_ == 24  # the largest k' of the ladder within 100 rows

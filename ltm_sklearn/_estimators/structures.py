@@ -23,7 +23,7 @@ from .._engine.tree import LatentTree, attach_columns
 from .fits import TABLE_MEMORY
 from .selection import held_out_split
 
-__all__ = ["StructureMixin", "AUTO_CANDIDATES", "AUTO_HIDDEN_STATES"]
+__all__ = ["StructureMixin", "AUTO_CANDIDATES", "AUTO_HIDDEN_STATES", "estimable_states"]
 
 #: candidate structures compared by ``structure="auto"``, in the order that breaks ties
 #: (held-out scores within ``TIE_TOL``)
@@ -35,6 +35,17 @@ AUTO_HIDDEN_STATES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 #: most entries of a table between two hidden nodes per row of data (``k'^2`` against
 #: the rows): admits k' = 128 on 15,000 rows and refuses k' = 1,000 on 3,000 rows
 _ENTRIES_PER_ROW = 10
+
+
+def estimable_states(k, n_rows):
+    """Whether ``k`` hidden states can be estimated from ``n_rows`` rows (of positive
+    weight): at most one state per row, and a ``k x k`` table between hidden nodes of at
+    most ``_ENTRIES_PER_ROW`` entries per row.
+
+    >>> estimable_states(32, 103), estimable_states(32, 102)
+    (True, False)
+    """
+    return k <= n_rows and k * k <= _ENTRIES_PER_ROW * n_rows
 
 
 class StructureMixin:
@@ -134,7 +145,7 @@ class StructureMixin:
         """The ``k'`` that ``n_hidden_states="auto"`` may try: at most the rows, and tables
         within the memory budget."""
         n_rows = int(np.count_nonzero(moments.sample_weight > 0))
-        grid = [k for k in AUTO_HIDDEN_STATES if k <= n_rows and k * k <= _ENTRIES_PER_ROW * n_rows]
+        grid = [k for k in AUTO_HIDDEN_STATES if estimable_states(k, n_rows)]
         return [k for k in grid if k == 1 or self._table_bytes(moments, k) <= TABLE_MEMORY]
 
     def _table_bytes(self, moments, k):
