@@ -57,6 +57,10 @@ __all__ = ["LatentTreeClassifier"]
 #: time, 15 s instead of 30 s)
 _AUTO_FOLDS = 5
 _AUTO_CV_ROWS = 2000
+#: the most hidden states the default estimator's joint model gets for its classes (a
+#: state per class; a ``k' x k'`` table on every edge makes the E-step grow with the
+#: square, so a table of hundreds of classes keeps this many)
+_JOINT_MAX_STATES = 32
 #: the name of the class column of the joint model (underscores are added while a column
 #: of X has it)
 _LABEL_COLUMN = "__class__"
@@ -487,14 +491,16 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _joint_states(self, base, sample_weight):
         """``k'`` of the default estimator's joint model: its own, raised to the number
-        of classes (as far as the rows can estimate). The class is a column below a
-        hidden node, so ``P(c | x) = sum_h P(c | h) P(h | x)`` over that node's ``k'``
-        states: with fewer states than classes the posteriors of every row lie in a
-        ``k'``-dimensional family (on marketing's nine classes, k' = 2 gave the joint
-        model a log-loss of 1.97 against the per-class models' 1.79)."""
+        of classes (at most ``_JOINT_MAX_STATES``, and as far as the rows can estimate).
+        The class is a column below a hidden node, so ``P(c | x) = sum_h P(c | h) P(h |
+        x)`` over that node's ``k'`` states: with fewer states than classes the
+        posteriors of every row lie in a ``k'``-dimensional family (on marketing's nine
+        classes, k' = 2 gave the joint model a log-loss of 1.97 against the per-class
+        models' 1.79)."""
         k = int(base.get_params()["n_hidden_states"])
         n_rows = int(np.count_nonzero(sample_weight > 0))
-        wanted = [v for v in range(k, len(self.classes_) + 1) if estimable_states(v, n_rows)]
+        top = min(len(self.classes_), _JOINT_MAX_STATES)
+        wanted = [v for v in range(k, top + 1) if estimable_states(v, n_rows)]
         return max(wanted, default=k)
 
     def _joint_log_proba(self, X, est=None):
