@@ -135,10 +135,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Chow-Liu tree for every model, at its ``k' = 2`` for the class models and with
         ``k'`` raised to the number of classes (as far as the rows estimate it) for the
         joint model. ``SpectralLatentTree()`` races its six structures
-        on held-out rows instead, in about three times the fit; on a class's few
-        held-out rows the race chooses little better, and it leads where the classes
-        have many rows (marketing, about 600 training rows a class: log-loss 1.772-1.779
-        against 1.785-1.794; docs/architecture.md, "Tuning constants").
+        on held-out rows instead, in 1.6-2.9 times the fit: it leads on monk2 (0.037
+        against 0.057) and is 0.004-0.021 worse on breast, lymphography, german and
+        marketing (``benchmarks/results/bench_classify.md``).
     model : {"auto", "pooled", "per_class", "joint", "select"}, default="auto"
         Which model gives the class posteriors (see above). ``"select"``: the one of
         lowest out-of-fold log-loss on the training rows (stratified 3-fold, about four
