@@ -563,10 +563,10 @@ def test_default_joint_model_has_a_hidden_state_per_class():
     # ten classes: on 6 rows the 6 states they estimate; on one row the estimator's own
     # k' (whose fit then names the problem)
     clf.classes_ = np.arange(10)
-    assert clf._joint_states(SpectralLatentTree(2), np.ones(6)) == 6
-    assert clf._joint_states(SpectralLatentTree(2), np.ones(1)) == 2
+    assert clf._joint_states(SpectralLatentTree(2), 6) == 6
+    assert clf._joint_states(SpectralLatentTree(2), 1) == 2
     clf.classes_ = np.arange(500)  # hundreds of classes: at most _JOINT_MAX_STATES
-    assert clf._joint_states(SpectralLatentTree(2), np.ones(10_000)) == 32
+    assert clf._joint_states(SpectralLatentTree(2), 10_000) == 32
 
 
 def test_calibration_fold_caps_the_joint_states_at_what_its_rows_estimate():

@@ -45,7 +45,7 @@ from .sklearn_internals import (
     safe_indexing,
 )
 from .spectral import SpectralLatentTree
-from .structures import AUTO_HIDDEN_STATES, estimable_states
+from .structures import AUTO_HIDDEN_STATES, estimable_states, most_estimable_states
 from .validation import reset_fitted_state
 
 __all__ = ["LatentTreeClassifier"]
@@ -467,40 +467,38 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``like``: a fitted joint model whose choices (each ``"auto"`` parameter's fitted
         value) the fit takes instead of choosing again."""
         params = self._seeded(base)
+        n_rows = int(np.count_nonzero(sample_weight > 0))
         if self.n_hidden_states is not None:
             params["n_hidden_states"] = self.n_hidden_states
         elif self.estimator is None:
-            params["n_hidden_states"] = self._joint_states(base, sample_weight)
+            params["n_hidden_states"] = self._joint_states(base, n_rows)
         if like is not None:
             params.update(_choices_of(like))
             k = params.get("n_hidden_states")
-            n_rows = int(np.count_nonzero(sample_weight > 0))
             if isinstance(k, Integral) and not estimable_states(k, n_rows):
                 # the fit on every row may choose more states than a part of its rows can
                 # estimate (lymphography: k' = 32 on 118 rows, 100 in the calibration
                 # fold): the most that these rows can
-                params["n_hidden_states"] = max(
-                    v for v in AUTO_HIDDEN_STATES if estimable_states(v, n_rows)
-                )
+                params["n_hidden_states"] = most_estimable_states(AUTO_HIDDEN_STATES, n_rows)
         if isinstance(base, KernelLatentTree):
             mask = categorical_mask(X, base.categorical_features)
             params["categorical_features"] = np.append(mask, True)
         est = clone(base).set_params(**params)
         return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
 
-    def _joint_states(self, base, sample_weight):
+    def _joint_states(self, base, n_rows):
         """``k'`` of the default estimator's joint model: its own, raised to the number
-        of classes (at most ``_JOINT_MAX_STATES``, and as far as the rows can estimate).
+        of classes (at most ``_JOINT_MAX_STATES``, and as far as ``n_rows`` rows
+        estimate).
         The class is a column below a hidden node, so ``P(c | x) = sum_h P(c | h) P(h |
         x)`` over that node's ``k'`` states: with fewer states than classes the
         posteriors of every row lie in a ``k'``-dimensional family (on marketing's nine
         classes, k' = 2 gave the joint model a log-loss of 1.97 against the per-class
         models' 1.79)."""
-        k = int(base.get_params()["n_hidden_states"])
-        n_rows = int(np.count_nonzero(sample_weight > 0))
+        k = base.get_params()["n_hidden_states"]
         top = min(len(self.classes_), _JOINT_MAX_STATES)
-        wanted = [v for v in range(k, top + 1) if estimable_states(v, n_rows)]
-        return max(wanted, default=k)
+        wanted = most_estimable_states(range(k, top + 1), n_rows)
+        return k if wanted is None else wanted
 
     def _joint_log_proba(self, X, est=None):
         """``log P(c | x)`` of the joint model (``est``, default ``joint_estimator_``),

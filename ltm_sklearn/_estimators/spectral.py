@@ -110,12 +110,13 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         :func:`~ltm_sklearn._algorithms.em.complete_entropy`), which pulls every table
         towards uniform in proportion to how often its parent's state occurs - a
         regulariser for few rows and many columns (on 1,600 rows of jester it gained
-        0.22 nats per row at 0.01; on nltcs, plants and baudio it lost; see the user
-        guide). ``"auto"`` chooses it once the model is chosen (after ``softening``):
-        EM on the chosen tree from the start the chosen fit grew from (or a random one)
-        with none, then 1/1024 doubled while the held-out log-likelihood gains more
-        than ``tol`` per row; a regularised fit replaces the chosen one only where it
-        scores above both (``entropy_``, ``entropy_scores_``).
+        0.22 nats per row at 0.01; on nltcs, plants and baudio it lost, and ``"auto"``
+        lost on the full training sets of jester and bnetflix; see the user guide).
+        ``"auto"`` chooses it once the model is chosen (after ``softening``): EM on the
+        chosen tree from the start the chosen fit grew from (or a random one) with none,
+        then 1/1024 doubled while the held-out log-likelihood gains more than ``tol``
+        per row; a regularised fit replaces the chosen one only where it scores above
+        both (``entropy_``, ``entropy_scores_``).
     n_members : int or "auto", default="auto"
         EM fits from different starts averaged into the model (a mixture of latent
         trees on the one tree, equal weights for a number, weights fitted by EM on the

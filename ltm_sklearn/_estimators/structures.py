@@ -23,7 +23,13 @@ from .._engine.tree import LatentTree, attach_columns
 from .fits import TABLE_MEMORY
 from .selection import held_out_split
 
-__all__ = ["StructureMixin", "AUTO_CANDIDATES", "AUTO_HIDDEN_STATES", "estimable_states"]
+__all__ = [
+    "StructureMixin",
+    "AUTO_CANDIDATES",
+    "AUTO_HIDDEN_STATES",
+    "estimable_states",
+    "most_estimable_states",
+]
 
 #: candidate structures compared by ``structure="auto"``, in the order that breaks ties
 #: (held-out scores within ``TIE_TOL``)
@@ -46,6 +52,16 @@ def estimable_states(k, n_rows):
     (True, False)
     """
     return k <= n_rows and k * k <= _ENTRIES_PER_ROW * n_rows
+
+
+def most_estimable_states(values, n_rows):
+    """The largest of ``values`` that :func:`estimable_states` admits on ``n_rows``
+    rows, or ``None``.
+
+    >>> most_estimable_states(AUTO_HIDDEN_STATES, 100)
+    24
+    """
+    return max((k for k in values if estimable_states(k, n_rows)), default=None)
 
 
 class StructureMixin:
