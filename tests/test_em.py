@@ -32,8 +32,10 @@ from ltm_sklearn._engine import inference
 from ltm_sklearn._engine.evidence import CodeEvidence, DenseEvidence
 from ltm_sklearn._engine.inference import (
     expected_counts,
+    expected_counts_stacked,
     hidden_posteriors,
     log_likelihood,
+    stacked_tables,
 )
 from ltm_sklearn.datasets import (
     LatentTreeModel,
@@ -524,7 +526,7 @@ def test_passes_run_with_one_blas_thread():
 
 
 def test_table_updates_by_shape_match_the_tables_one_by_one():
-    from ltm_sklearn._algorithms.em import _relax, _relax_tables
+    from ltm_sklearn._algorithms.em import _log_prior_stacks, _relax, _relax_stacks
 
     rng = np.random.default_rng(0)
     # tables of three shapes, with a row of zero counts and a per-node pseudo-count
@@ -539,11 +541,37 @@ def test_table_updates_by_shape_match_the_tables_one_by_one():
     assert sorted(cpts) == sorted(counts)
     expected = sum(alphas[u] * np.log(c).sum() for u, c in cpts.items())
     assert log_prior(root, cpts, (0.0, alphas)) == pytest.approx(expected)
+    # a table of pseudo-count 0 adds nothing to the prior, even with entries of 0
+    tables = np.stack([cpts[1], cpts[3]])
+    tables[1, 0, 0] = 0.0
+    value = _log_prior_stacks(root, [tables], 0.0, [np.array([0.1, 0.0])])
+    assert value == pytest.approx(0.1 * np.log(cpts[1]).sum())
     other = m_step(np.ones(3), {u: c + 1 for u, c in counts.items()})[1]
-    relaxed = _relax_tables(cpts, other, 1.7)
-    for u in cpts:
-        np.testing.assert_allclose(relaxed[u], _relax(cpts[u], other[u], 1.7))
-    assert _relax_tables(cpts, other, 1.0) is other
+    keys = [[1, 3, 5], [2, 4, 6], [7]]
+    stacked = [np.stack([cpts[u] for u in g]) for g in keys]
+    updates = [np.stack([other[u] for u in g]) for g in keys]
+    relaxed = _relax_stacks(stacked, updates, 1.7)
+    for g, r in zip(keys, relaxed):
+        for u, t in zip(g, r):
+            np.testing.assert_allclose(t, _relax(cpts[u], other[u], 1.7))
+    assert _relax_stacks(stacked, updates, 1.0) is updates
+
+
+def test_stacked_e_step_equals_the_e_step_on_dicts():
+    model = LatentTreeModel.random(balanced_binary_tree(8), 3, 4, random_state=1)
+    X = model.sample(500, random_state=0)
+    codes, w = X.T.astype(np.int64), np.arange(1.0, 501.0)
+    evidence = CodeEvidence(codes, model.n_states[:8])
+    ll, rc, ec = expected_counts(model.tree, model.root_marginal, model.cpts, evidence, w)
+    tables = stacked_tables(model.tree, model.root_marginal, model.cpts)
+    assert tables.to_dict().keys() == model.cpts.keys()
+    for u, t in tables.to_dict().items():
+        np.testing.assert_array_equal(t, model.cpts[u])
+    ll2, rc2, counts = expected_counts_stacked(model.tree, model.root_marginal, tables, evidence, w)
+    np.testing.assert_allclose(ll2, ll)
+    np.testing.assert_allclose(rc2, rc)
+    for u, c in tables.like(counts).to_dict().items():
+        np.testing.assert_allclose(c, ec[u])
 
 
 def test_code_evidence_keeps_small_blocks_between_passes(monkeypatch):

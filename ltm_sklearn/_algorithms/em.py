@@ -18,7 +18,12 @@ from scipy.special import logsumexp
 from sklearn.utils import check_random_state
 
 from .._engine.evidence import CodeEvidence
-from .._engine.inference import expected_counts
+from .._engine.inference import (
+    StackedTables,
+    expected_counts,
+    expected_counts_stacked,
+    stacked_tables,
+)
 from .._engine.row_keys import holdout_weights, row_hash
 
 __all__ = [
@@ -215,21 +220,35 @@ def m_step(root_counts, edge_counts, alpha=0.0, entropy=None):
     EM, see :func:`fit_em`); ``None`` for none.
     """
     root_alpha, alphas = _split(alpha, edge_counts)
-    root = root_counts + root_alpha
     groups = _by_shape(edge_counts)
-    stacked = [
-        counts + np.array([alphas[u] for u in keys])[:, None, None] for keys, counts in groups
-    ]
+    keys = [k for k, _ in groups]
+    stacked_entropy = None
+    if entropy is not None:
+        stacked_entropy = (entropy[0], _stack_values(keys, entropy[1]))
+    root, out = _m_step_stacks(
+        root_counts, [c for _, c in groups], root_alpha, _stack_values(keys, alphas),
+        stacked_entropy,
+    )  # fmt: skip
+    return root, _unstack(groups, out)
+
+
+def _stack_values(groups, values):
+    """``values`` (dict node -> float or array) stacked per group of nodes."""
+    return [np.array([values[u] for u in nodes], dtype=float) for nodes in groups]
+
+
+def _m_step_stacks(root_counts, counts, root_alpha, alphas, entropy=None):
+    """:func:`m_step` on counts stacked in groups: ``counts[g]`` of shape ``(n_g, k_p,
+    k)``, ``alphas[g]`` of shape ``(n_g,)``, ``entropy`` ``None`` or ``(root weight,
+    [row weights (n_g, k_p) per group])``. Returns the root marginal and the tables
+    stacked as ``counts``."""
+    root = root_counts + root_alpha
+    stacked = [c + a[:, None, None] for c, a in zip(counts, alphas)]
     if entropy is None:
         root = root / root.sum() if root.sum() > 0 else np.full(root.shape, 1.0 / root.size)
-        return root, _unstack(groups, [_normalise_rows(c) for c in stacked])
+        return root, [_normalise_rows(c) for c in stacked]
     root_weight, weights = entropy
-    root = entropy_rows(root, root_weight)
-    out = [
-        entropy_rows(c, np.stack([weights[u] for u in keys]))
-        for (keys, _), c in zip(groups, stacked)
-    ]
-    return root, _unstack(groups, out)
+    return entropy_rows(root, root_weight), [entropy_rows(c, w) for c, w in zip(stacked, weights)]
 
 
 def entropy_weights(tree, marginals, strength):
@@ -332,11 +351,25 @@ def log_prior(root_marginal, cpts, alpha):
     constant) of the Dirichlet prior that :func:`m_step` maximises against (``alpha`` a
     float or a pair as in :func:`m_step`)."""
     root_alpha, alphas = _split(alpha, cpts)
+    groups = _by_shape(cpts)
+    keys = [k for k, _ in groups]
+    return _log_prior_stacks(
+        root_marginal, [t for _, t in groups], root_alpha, _stack_values(keys, alphas)
+    )
+
+
+def _log_prior_stacks(root_marginal, tables, root_alpha, alphas):
+    """:func:`log_prior` of tables stacked in groups (``alphas[g]`` the pseudo-count of
+    each table of ``tables[g]``); a table of pseudo-count 0 adds nothing, even with
+    entries of 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         total = root_alpha * np.log(root_marginal).sum() if root_alpha else 0.0
-        for keys, tables in _by_shape({u: c for u, c in cpts.items() if alphas[u]}):
-            weight = np.array([alphas[u] for u in keys])
-            total += float(weight @ np.log(tables).sum(axis=(1, 2)))
+        for t, a in zip(tables, alphas):
+            some = a != 0
+            if some.all():
+                total += float(a @ np.log(t).sum(axis=(1, 2)))
+            elif some.any():
+                total += float(a[some] @ np.log(t[some]).sum(axis=(1, 2)))
     return float(total)
 
 
@@ -357,14 +390,11 @@ def _relax(p, q, step):
     return r / r.sum(axis=-1, keepdims=True)
 
 
-def _relax_tables(cpts, updates, step):
-    """:func:`_relax` of every table of ``cpts`` through ``updates`` (dicts by node), one
-    call per shape."""
+def _relax_stacks(tables, updates, step):
+    """:func:`_relax` of every stack of ``tables`` through the stacks ``updates``."""
     if step == 1.0:
         return updates
-    groups = _by_shape(cpts)
-    out = [_relax(p, np.stack([updates[u] for u in keys]), step) for keys, p in groups]
-    return _unstack(groups, out)
+    return [_relax(p, q, step) for p, q in zip(tables, updates)]
 
 
 class EarlyStopping:
@@ -421,6 +451,8 @@ class EarlyStopping:
             return False
         if n_iter == 0 and not self.keep_start:
             return False
+        if isinstance(cpts, StackedTables):
+            cpts = cpts.to_dict()
         value = float(self.score(root_marginal, cpts))
         self.n_readings += 1
         if value > self.best_score + self.tol or self.best is None:
@@ -511,38 +543,45 @@ def fit_em(
     """
     if max_iter == 0:
         return root_marginal, cpts, float("nan"), 0, True, []
-    alpha = pseudo_counts(tree, alpha, root_marginal, cpts)
+    root_alpha, alphas = pseudo_counts(tree, alpha, root_marginal, cpts)
     total = float(np.sum(weights)) if weights is not None else evidence.total_weight
+    # the parameters stay stacked as the passes read them (StackedTables) from here on
+    start = stacked_tables(tree, root_marginal, cpts)
+    alphas = _stack_values(start.groups, alphas)
 
     def e_step(root, tables):
         if weights is None:  # an E-step that sums over its own rows (distributed data)
-            value, rc, ec = evidence.expected_totals(tree, root, tables)
+            value, rc, ec = evidence.expected_totals(tree, root, tables.to_dict())
+            counts = tables.stack_values(ec)
         else:
-            ll, rc, ec = expected_counts(
+            ll, rc, counts = expected_counts_stacked(
                 tree, root, tables, evidence, weights, n_jobs=n_jobs, dtype=dtype
             )
             with np.errstate(invalid="ignore"):
                 value = float(weights @ np.where(weights > 0, ll, 0.0))
-        value = (value + log_prior(root, tables, alpha)) / total
+        value = (value + _log_prior_stacks(root, tables.stacks, root_alpha, alphas)) / total
         if not entropy:
-            return value, m_step(rc, ec, alpha)
-        marginals = node_marginals(tree, root, tables)
-        value += entropy * complete_entropy(tree, root, tables, marginals)
+            return value, _m_step_stacks(rc, counts, root_alpha, alphas)
+        as_dict = tables.to_dict()
+        marginals = node_marginals(tree, root, as_dict)
+        value += entropy * complete_entropy(tree, root, as_dict, marginals)
         # the rows' weights in counts: the objective times the total weight
-        row_weights = entropy_weights(tree, marginals, entropy * total)
-        return value, m_step(rc, ec, alpha, row_weights)
+        root_weight, row_weights = entropy_weights(tree, marginals, entropy * total)
+        row_weights = (root_weight, tables.stack_values(row_weights))
+        return value, _m_step_stacks(rc, counts, root_alpha, alphas, row_weights)
 
-    objective, update = e_step(root_marginal, cpts)
+    tables = start
+    objective, update = e_step(root_marginal, tables)
     history = [objective]
     n_iter, step, converged = 1, 1.0, False
     monitor = early_stopping
     if monitor is not None:
         monitor.reset()
-        monitor.update(0, root_marginal, cpts, objective, force=True)
+        monitor.update(0, root_marginal, tables, objective, force=True)
     accepted, stopped = 0, False
     while n_iter < max_iter:
         cand_root = _relax(root_marginal, update[0], step)
-        cand = _relax_tables(cpts, update[1], step)
+        cand = tables.like(_relax_stacks(tables.stacks, update[1], step))
         value, cand_update = e_step(cand_root, cand)
         n_iter += 1
         if step == 1.0 and entropy and value < objective:
@@ -550,7 +589,7 @@ def fit_em(
             break
         if value >= objective or step == 1.0:  # a plain EM step never lowers it
             gain = value - objective
-            root_marginal, cpts, objective, update = cand_root, cand, value, cand_update
+            root_marginal, tables, objective, update = cand_root, cand, value, cand_update
             history.append(objective)
             accepted += 1
             if verbose > 1:
@@ -559,15 +598,16 @@ def fit_em(
             if gain < tol:
                 converged = True
                 break
-            if monitor is not None and monitor.update(accepted, root_marginal, cpts, objective):
+            if monitor is not None and monitor.update(accepted, root_marginal, tables, objective):
                 converged = stopped = True
                 break
         else:
             step = 1.0
+    cpts = tables.to_dict()
     if monitor is not None:
         if not stopped and (monitor.best is None or monitor.best_iter != accepted):
             # the last ones were not read
-            monitor.update(accepted, root_marginal, cpts, objective, force=True)
+            monitor.update(accepted, root_marginal, tables, objective, force=True)
         if monitor.best is not None:
             root_marginal, cpts, objective = monitor.best
     return root_marginal, cpts, objective, n_iter, converged, history
