@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from ltm_sklearn import LatentTree, LatentTreeEM
+from ltm_sklearn._algorithms.em import fit_em
 from ltm_sklearn._algorithms.tensor import (
     expand_states,
     tensor_cpts,
@@ -102,6 +103,29 @@ def test_tensor_cpts_reproduce_the_joint_from_exact_moments(tree):
     ev = CodeEvidence(X.T, model.n_states[: model.n_features])
     p = np.exp(log_likelihood(model.tree, root, cpts, ev))
     np.testing.assert_allclose(p, w, rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        balanced_binary_tree(8),
+        LatentTree([(0, 1), (0, 2), (0, 6), (6, 3), (6, 7), (7, 4), (7, 5)], 6),
+    ],
+    ids=["balanced", "observed-internal"],
+)
+def test_one_hidden_state_gives_the_em_optimum_at_once(tree):
+    # every hidden node constant: the tables are the maximum-likelihood ones, which
+    # EM cannot improve
+    model = LatentTreeModel.random(tree, 2, 3, random_state=0)
+    X = model.sample(2000, random_state=0)
+    w = np.ones(len(X))
+    moments = MomentEstimator(X.T.astype(np.int16), model.n_states[: model.n_features], w)
+    root, cpts = tensor_cpts(model.tree, moments, 1)
+    assert all(c.shape[1] == 1 for u, c in cpts.items() if u >= model.n_features)
+    ev = CodeEvidence(X.T.astype(np.int64), model.n_states[: model.n_features])
+    start = log_likelihood(model.tree, root, cpts, ev).mean()
+    _, _, objective, _, _, _ = fit_em(model.tree, root, cpts, ev, w, max_iter=20, tol=0.0)
+    assert objective == pytest.approx(start, abs=1e-10)
 
 
 def test_expand_states_keeps_the_distribution():

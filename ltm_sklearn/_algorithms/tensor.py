@@ -123,23 +123,32 @@ def tensor_power_method(
 def _iterate(T, theta, n_iter, tol):
     """Power iterations ``theta <- T(I, theta, theta) / ||.||`` of a unit vector, or of
     each column of a matrix of them: a column stops at its first step that moves it by
-    less than ``tol``, or before a step that maps it to zero."""
+    less than ``tol``, or before a step that maps it to zero. ``T(I, theta, theta)`` of
+    every column is one product of the unfolded tensor with the columns' outer products
+    (a restart costs a few NumPy calls a step, whatever the number of restarts)."""
     single = theta.ndim == 1
     theta = theta[:, None] if single else theta.copy()
-    active = np.ones(theta.shape[1], dtype=bool)
+    k = theta.shape[0]
+    unfolded = T.reshape(k, k * k)
+    index = np.arange(theta.shape[1])  # the columns still moving
     for _ in range(n_iter):
-        new = _apply(T, theta[:, active])
-        norm = np.linalg.norm(new, axis=0)
+        current = theta[:, index]
+        new = unfolded @ (current[:, None, :] * current[None, :, :]).reshape(k * k, -1)
+        norm = np.sqrt(np.einsum("ir,ir->r", new, new))
         moving = norm > 0
-        new = new[:, moving] / norm[moving]
-        index = np.flatnonzero(active)
-        stopped = index[~moving]
-        index = index[moving]
-        done = np.linalg.norm(new - theta[:, index], axis=0) < tol
+        if not moving.all():
+            new, norm, current, index = (
+                new[:, moving],
+                norm[moving],
+                current[:, moving],
+                index[moving],
+            )
+        new /= norm
+        step = new - current
+        done = np.einsum("ir,ir->r", step, step) < tol * tol
         theta[:, index] = new
-        active[stopped] = False
-        active[index[done]] = False
-        if not active.any():
+        index = index[~done]
+        if not index.size:
             break
     return theta[:, 0] if single else theta
 
@@ -318,6 +327,30 @@ def _decompose(plan, pairs, moments, k, rng):
     }
 
 
+def _constant_hidden_cpts(tree, moments):
+    """:func:`tensor_cpts` with one state per hidden node: every hidden node is
+    constant, so a column below one has its marginal as table and one below another
+    column the pair table normalised - the maximum-likelihood tables on the tree, with
+    no decomposition to run."""
+    d = tree.n_observed
+    singletons = moments.singletons()
+    edges = [(int(tree.parent[c]), int(c)) for c in tree.preorder[1:]]
+    wanted = sorted({(min(p, c), max(p, c)) for p, c in edges if p < d and c < d})
+    pairs = moments.pairs(wanted) if wanted else {}
+    root = int(tree.root)
+    root_marginal = singletons[root] if root < d else np.ones(1)
+    cpts = {}
+    for p, c in edges:
+        if c >= d:  # a hidden child: one state whatever its parent's
+            table = np.ones((int(moments.n_states[p]) if p < d else 1, 1))
+        elif p < d:
+            table = _pair(pairs, p, c)
+        else:
+            table = np.asarray(singletons[c], dtype=float)[None, :]
+        cpts[c] = _normalise_rows(np.asarray(table, dtype=float))
+    return np.asarray(root_marginal, dtype=float), cpts
+
+
 def _columns_of(B, view, n_states):
     """Split the columns of a projection acting on a stacked view over its members."""
     bounds = np.cumsum([0] + [int(n_states[y]) for y in view])
@@ -389,6 +422,8 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4, 
     k = int(n_hidden_states)
     d = tree.n_observed
     n_obs = moments.n_states
+    if k == 1:
+        return _constant_hidden_cpts(tree, moments)
     hops = tree.hop_distances()
     # hidden nodes in a canonical order (by their distances to the columns), so that the
     # result does not depend on the node ids of the tree
