@@ -80,9 +80,10 @@ from .validation import check_frame_dtypes, is_dask_collection, reset_fitted_sta
 
 __all__ = ["BaseLatentTree", "FittedModel", "ModelChoice"]
 
-#: from this many hidden states on, EM's messages are float32 (2x faster; the held-out
-#: likelihood moves by under 1e-6 nats per row, see the user guide)
-_FLOAT32_STATES = 16
+#: from this many hidden states on, EM's messages are float32: on 1,797 rows x 64 columns
+#: (hidden Chow-Liu tree) an E-step at k' = 4 / 8 / 12 took 2.95 / 4.70 / 7.15 ms against
+#: float64's 5.03 / 8.91 / 14.38, every row's log-likelihood within 2e-6 nats
+_FLOAT32_STATES = 4
 #: relative perturbation of the copied states when a start has fewer hidden states than k'
 _EXPAND_NOISE = 0.05
 #: EM iterations on every row after a selection that trained on most of them: the
