@@ -547,19 +547,19 @@ def fit_em(
     total = float(np.sum(weights)) if weights is not None else evidence.total_weight
     # the parameters stay stacked as the passes read them (StackedTables) from here on
     start = stacked_tables(tree, root_marginal, cpts)
-    alphas = _stack_values(start.groups, alphas)
+    alphas = start.stack_values(alphas, float)
 
     def e_step(root, tables):
         if weights is None:  # an E-step that sums over its own rows (distributed data)
             value, rc, ec = evidence.expected_totals(tree, root, tables.to_dict())
-            counts = tables.stack_values(ec)
+            counts = tables.stack_values(ec, float)
         else:
             ll, rc, counts = expected_counts_stacked(
                 tree, root, tables, evidence, weights, n_jobs=n_jobs, dtype=dtype
             )
             with np.errstate(invalid="ignore"):
                 value = float(weights @ np.where(weights > 0, ll, 0.0))
-        value = (value + _log_prior_stacks(root, tables.stacks, root_alpha, alphas)) / total
+        value = (value + _log_prior_stacks(root, tables.shapes, root_alpha, alphas)) / total
         if not entropy:
             return value, _m_step_stacks(rc, counts, root_alpha, alphas)
         as_dict = tables.to_dict()
@@ -567,7 +567,7 @@ def fit_em(
         value += entropy * complete_entropy(tree, root, as_dict, marginals)
         # the rows' weights in counts: the objective times the total weight
         root_weight, row_weights = entropy_weights(tree, marginals, entropy * total)
-        row_weights = (root_weight, tables.stack_values(row_weights))
+        row_weights = (root_weight, tables.stack_values(row_weights, float))
         return value, _m_step_stacks(rc, counts, root_alpha, alphas, row_weights)
 
     tables = start
@@ -581,7 +581,7 @@ def fit_em(
     accepted, stopped = 0, False
     while n_iter < max_iter:
         cand_root = _relax(root_marginal, update[0], step)
-        cand = tables.like(_relax_stacks(tables.stacks, update[1], step))
+        cand = tables.like(_relax_stacks(tables.shapes, update[1], step))
         value, cand_update = e_step(cand_root, cand)
         n_iter += 1
         if step == 1.0 and entropy and value < objective:

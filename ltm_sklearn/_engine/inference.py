@@ -150,12 +150,36 @@ class _Plan:
         largest += [len(nodes) * kp for nodes, kp, *_ in self.leaves]
         self.temporary = max(largest)
         self.position = position
+        self.parent_states = {u: int(states[parent[u]]) for u in position if u != root}
+        self.parent_states.update((u, kp) for nodes, kp, *_ in self.leaves for u in nodes)
 
     @functools.cached_property
     def groups(self):
         """The non-root nodes in the order of the stacked tables (:meth:`stack`): the
         nodes of every level below the root, then of every group of leaves."""
         return [level.nodes for level in self.levels[:-1]] + [nodes for nodes, *_ in self.leaves]
+
+    @functools.cached_property
+    def by_shape(self):
+        """The groups of tables of one shape: ``(shapes, where)`` with ``shapes`` a list of
+        lists of groups (each a list of the indices of :attr:`groups` whose tables have
+        one shape) and ``where[g] = (s, slice)`` the rows of group ``g`` in the stack of
+        shape ``s`` (the groups of a shape, one after another)."""
+        index, shapes, where = {}, [], []
+        for g, nodes in enumerate(self.groups):
+            u = nodes[0]
+            shape = (self.parent_states[u], int(self.states[u]))
+            if shape not in index:
+                index[shape] = len(shapes)
+                shapes.append([])
+            shapes[index[shape]].append(g)
+        where = [None] * len(self.groups)
+        for s, groups in enumerate(shapes):
+            start = 0
+            for g in groups:
+                where[g] = (s, slice(start, start + len(self.groups[g])))
+                start += len(self.groups[g])
+        return shapes, where
 
     def stack(self, root_marginal, cpts, dtype):
         """The tables of every level and leaf group stacked, in the working precision."""
@@ -457,63 +481,82 @@ def _counts_block(ev, w, plan, tables):
 
 
 class StackedTables:
-    """The tables of every non-root node, stacked as the message passes read them: one
-    array per level of the tree and per group of leaves (:attr:`groups` lists their
-    nodes). EM keeps its parameters in this form, so that an iteration's M-step and
-    over-relaxed step are a few NumPy calls on the stacks, not one per table, and the
-    passes read them without copying (at 277 rows x 9 columns, regrouping the dicts of
-    tables took as long as the E-step's passes).
+    """The tables of every non-root node in one array per shape of table, ordered as the
+    message passes read them: the rows of each level of the tree and of each group of
+    leaves (:attr:`groups` lists their nodes) are a contiguous range of their shape's
+    array (:attr:`stacks`: views, no copies). EM keeps its parameters in this form, so
+    that an iteration's M-step, over-relaxed step and prior are a few NumPy calls per
+    shape of table rather than one per table (at 277 rows x 9 columns, regrouping dicts
+    of tables took as long as the E-step's passes), and the passes read them in place.
 
     Parameters
     ----------
     plan : _Plan
         The schedule of the passes (:func:`stacked_tables` builds it).
-    stacks : list of ndarray
-        ``stacks[g][i]`` is the table ``P(x_u | x_parent)`` of ``u = groups[g][i]``.
+    shapes : list of ndarray
+        One ``(n_tables, k_parent, k)`` array per shape of :attr:`_Plan.by_shape`.
     """
 
-    def __init__(self, plan, stacks):
+    def __init__(self, plan, shapes):
         self.plan = plan
-        self.stacks = stacks
+        self.shapes = shapes
 
     @property
     def groups(self):
         return self.plan.groups
 
-    def like(self, stacks):
-        """Tables of the same nodes with the values ``stacks``."""
-        return StackedTables(self.plan, stacks)
+    @property
+    def stacks(self):
+        """The tables of each group of :attr:`groups` (views of :attr:`shapes`)."""
+        return [self.shapes[s][rows] for s, rows in self.plan.by_shape[1]]
+
+    def like(self, shapes):
+        """Tables of the same nodes with the values ``shapes``."""
+        return StackedTables(self.plan, shapes)
 
     def to_dict(self):
-        """The tables as a dict node -> table (views of the stacks)."""
+        """The tables as a dict node -> table (views)."""
         return {u: t for nodes, s in zip(self.groups, self.stacks) for u, t in zip(nodes, s)}
 
-    def stack_values(self, values):
-        """A dict node -> array (one shape per group) stacked in the order of the groups."""
-        return [np.stack([values[u] for u in nodes]) for nodes in self.groups]
+    def stack_values(self, values, dtype=None):
+        """A dict node -> value (one shape per shape of table) stacked as :attr:`shapes`."""
+        groups = self.plan.groups
+        return [
+            np.array([values[u] for g in gs for u in groups[g]], dtype=dtype)
+            for gs in self.plan.by_shape[0]
+        ]
+
+    def join(self, stacks):
+        """Arrays per group of :attr:`groups` (the counts of a pass) as arrays per shape."""
+        return [
+            stacks[gs[0]] if len(gs) == 1 else np.concatenate([stacks[g] for g in gs])
+            for gs in self.plan.by_shape[0]
+        ]
 
 
-def stacked_tables(tree, root_marginal, cpts):
+def stacked_tables(tree, root_marginal, cpts, dtype=float):
     """The tables ``cpts`` (dict node -> table) of ``tree`` as :class:`StackedTables`."""
-    plan = _plan(tree, root_marginal, cpts)
-    return StackedTables(plan, [np.stack([cpts[u] for u in nodes]) for nodes in plan.groups])
+    tables = StackedTables(_plan(tree, root_marginal, cpts), None)
+    tables.shapes = tables.stack_values(cpts, dtype)
+    return tables
 
 
 def expected_counts_stacked(tree, root_marginal, tables, evidence, weights, n_jobs=None,
                             dtype=np.float64):  # fmt: skip
     """:func:`expected_counts` with the tables and the edge counts stacked
-    (:class:`StackedTables`): returns ``loglik, root_counts, counts`` with ``counts[g][i]``
-    the counts of the edge to ``tables.groups[g][i]``."""
+    (:class:`StackedTables`): returns ``loglik, root_counts, counts`` with ``counts`` as
+    ``tables.shapes``."""
     weights = np.asarray(weights, dtype=float)
     parts = _map_blocks(
         _counts_block, evidence, weights, n_jobs, tree, root_marginal, tables, dtype
     )
     if len(parts) == 1:
-        return parts[0]
-    loglik = np.concatenate([p[0] for p in parts])
-    root_counts = sum(p[1] for p in parts)
-    counts = [sum(p[2][g] for p in parts) for g in range(len(parts[0][2]))]
-    return loglik, root_counts, counts
+        loglik, root_counts, counts = parts[0]
+    else:
+        loglik = np.concatenate([p[0] for p in parts])
+        root_counts = sum(p[1] for p in parts)
+        counts = [sum(p[2][g] for p in parts) for g in range(len(parts[0][2]))]
+    return loglik, root_counts, tables.join(counts)
 
 
 def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None, dtype=np.float64):
@@ -537,8 +580,7 @@ def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None, d
     edge_counts : dict node -> ndarray of shape (k_parent, k_node)
         ``sum_r w_r P(x_parent, x_node | row r)`` for every non-root node.
     """
-    plan = _plan(tree, root_marginal, cpts)
-    tables = StackedTables(plan, [np.array([cpts[u] for u in g], dtype=dtype) for g in plan.groups])
+    tables = stacked_tables(tree, root_marginal, cpts, dtype)
     loglik, root_counts, counts = expected_counts_stacked(
         tree, root_marginal, tables, evidence, weights, n_jobs, dtype
     )
