@@ -165,7 +165,7 @@ class _Plan:
         lists of groups (each a list of the indices of :attr:`groups` whose tables have
         one shape) and ``where[g] = (s, slice)`` the rows of group ``g`` in the stack of
         shape ``s`` (the groups of a shape, one after another)."""
-        index, shapes, where = {}, [], []
+        index, shapes = {}, []
         for g, nodes in enumerate(self.groups):
             u = nodes[0]
             shape = (self.parent_states[u], int(self.states[u]))
