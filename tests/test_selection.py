@@ -136,15 +136,22 @@ def test_early_stopping_returns_the_best_held_out_parameters():
     assert len(readings) - 1 - int(np.argmax(readings)) == 3
 
 
-_CREEP = pytest.mark.xfail(
+_NEAR_TIE = pytest.mark.xfail(
     strict=True,
-    reason="open (issue: automatic fit): a k' beyond the moments' starts from the smaller "
-    "k' fit with more EM iterations behind it, so its held-out score creeps up on 20,000 "
-    "rows of 3 categories (chooses k' = 12; 3 -> 4 gains 0.0015 nats per row)",
+    reason="open (issue: automatic fit): k' = 8 scores 0.0001 nats per row above k' = 3 "
+    "on the held-out rows (a difference far within their noise) and wins the tie rule",
+)
+_LOCAL_OPTIMUM = pytest.mark.xfail(
+    strict=True,
+    reason="open (issue: automatic fit): with 5 categories k' = 3 and 4 both start from "
+    "the moments, and k' = 4 ends 0.0075 nats per row above k' = 3 on the held-out rows",
 )
 
 
-@pytest.mark.parametrize("seed, states", [(0, 4), pytest.param(1, 3, marks=_CREEP)])
+@pytest.mark.parametrize(
+    "seed, states",
+    [(0, 4), (1, 3), pytest.param(2, 3, marks=_NEAR_TIE), pytest.param(3, 5, marks=_LOCAL_OPTIMUM)],
+)
 def test_auto_lands_on_the_true_number_of_states(seed, states):
     model, X, X_test = _ground_truth(seed=seed, n=20_000, states=states)
     est = SpectralLatentTree(

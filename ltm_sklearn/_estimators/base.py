@@ -444,13 +444,16 @@ class BaseLatentTree(
         early_stopping=None,
         softening=None,
         entropy=None,
+        tol=None,
     ):
         """EM from ``(root, cpts)`` (and from each start of ``others``, the best kept),
         hidden states first expanded to ``k``; pseudo-count ``alpha`` (default
         ``alpha_``), data softening ``softening`` (default ``softening_``) and entropy
         regularisation ``entropy`` (default ``entropy_``); stopped
         early on a held-out score with ``early_stopping``
-        (:class:`~ltm_sklearn._algorithms.em.EarlyStopping`)."""
+        (:class:`~ltm_sklearn._algorithms.em.EarlyStopping`), and by the training
+        tolerance ``tol`` (default ``self.tol``)."""
+        tol = self.tol if tol is None else tol
         noise = _EXPAND_NOISE if noise is None else noise
         alpha = self.alpha_ if alpha is None else alpha
         softening = self.softening_ if softening is None else softening
@@ -472,7 +475,7 @@ class BaseLatentTree(
             softening=softening,
             entropy=entropy,
             max_iter=max_iter,
-            tol=self.tol,
+            tol=tol,
             verbose=self.verbose,
             n_jobs=self.n_jobs,
             dtype=dtype,
@@ -489,7 +492,7 @@ class BaseLatentTree(
                 alpha=alpha,
                 entropy=entropy,
                 max_iter=max_iter,
-                tol=self.tol,
+                tol=tol,
                 verbose=self.verbose,
             )
             n_iter += more
