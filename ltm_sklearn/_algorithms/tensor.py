@@ -394,7 +394,9 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4, 
     the nearest decomposed hidden node, joined to it by an identity table. Entries are
     projected onto the simplex (clipped, renormalised). Hidden nodes end up with
     ``min(n_hidden_states, rank the views support)`` states; :func:`expand_states` brings
-    them to ``n_hidden_states``.
+    them to ``n_hidden_states``. With ``n_hidden_states=1`` every hidden node is
+    constant, and the tables are the columns' marginals and normalised pair tables
+    (the maximum-likelihood ones; no decomposition runs).
 
     Every statistic comes from ``moments`` through two batched requests: ``pairs(list)``
     and ``projected(list)`` (one triple per hidden node), so any object with the interface
