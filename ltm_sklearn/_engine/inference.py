@@ -155,7 +155,7 @@ class _Plan:
 
     @functools.cached_property
     def groups(self):
-        """The non-root nodes in the order of the stacked tables (:meth:`stack`): the
+        """The non-root nodes in the order of the stacked tables (:meth:`cast`): the
         nodes of every level below the root, then of every group of leaves."""
         return [level.nodes for level in self.levels[:-1]] + [nodes for nodes, *_ in self.leaves]
 
@@ -181,14 +181,9 @@ class _Plan:
                 start += len(self.groups[g])
         return shapes, where
 
-    def stack(self, root_marginal, cpts, dtype):
-        """The tables of every level and leaf group stacked, in the working precision."""
-        stacks = [np.array([cpts[u] for u in nodes], dtype=dtype) for nodes in self.groups]
-        return self.cast(root_marginal, stacks, dtype)
-
     def cast(self, root_marginal, stacks, dtype):
-        """Tables already stacked in the order of :attr:`groups`, in the working
-        precision (no copy when they are in it), as :meth:`stack` returns them."""
+        """Tables stacked in the order of :attr:`groups` in the working precision (no
+        copy when they are in it): the root marginal, the levels' and the leaf groups'."""
         root_marginal = np.asarray(root_marginal, dtype=dtype)
         stacks = [np.asarray(t, dtype=dtype) for t in stacks]
         n_levels = len(self.levels) - 1
@@ -303,12 +298,10 @@ def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, dtyp
     blocks, in threads with ``n_jobs``; BLAS single-threaded, so the blocks share the
     cores instead of oversubscribing them. ``cpts`` is a dict node -> table, or a
     :class:`StackedTables`."""
-    if isinstance(cpts, StackedTables):
-        plan = cpts.plan
-        tables = plan.cast(root_marginal, cpts.stacks, dtype)
-    else:
-        plan = _plan(tree, root_marginal, cpts)
-        tables = plan.stack(root_marginal, cpts, dtype)
+    if not isinstance(cpts, StackedTables):
+        cpts = stacked_tables(tree, root_marginal, cpts, dtype)
+    plan = cpts.plan
+    tables = plan.cast(root_marginal, cpts.stacks, dtype)
     blocks, jobs = _rows(evidence.n_rows, n_jobs, _block_rows(plan.states.max()))
 
     def call(s):
