@@ -291,13 +291,16 @@ def select_model(est, moments, rng):
             if started:
                 finalists.append(best_key(started, order))
     # (an estimator whose fits cannot resume ran its race's one rung at full effort);
-    # they run on whether or not the training tolerance stopped them, to the held-out
-    # rule alone: a fit that gains under tol per iteration still climbs, and a grown one
-    # had its parent's iterations behind it
+    # finalists compared with each other run on whether or not the training tolerance
+    # stopped them, to the held-out rule alone: a fit that gains under tol per
+    # iteration still climbs, and a grown one had its parent's iterations behind it
+    compared = len(finalists) > 1
     running = [
         key
         for key in finalists
-        if est._resumable_fits and len(finalists) > 1 and fits[key].n_iter < est.max_iter
+        if est._resumable_fits
+        and fits[key].n_iter < est.max_iter
+        and (compared or not fits[key].converged)
     ]
     tasks = [
         CandidateTask(
@@ -308,7 +311,7 @@ def select_model(est, moments, rng):
             True,
             task_seed(base_seed, _FINAL, key[1], names.index(key[0])),
             fits[key],
-            settings={"tol": 0.0},
+            settings={"tol": 0.0} if compared else {},
         )
         for key in running
     ]
