@@ -443,7 +443,11 @@ def test_classifier_auto_keeps_the_class_models_of_its_choice_and_their_warnings
 
 
 @pytest.mark.slow  # starts worker processes
-def test_classifier_auto_gives_the_same_models_in_worker_processes_or_here():
+def test_classifier_auto_gives_the_same_models_in_worker_processes_or_here(monkeypatch):
+    from ltm_sklearn._estimators import classifier as classifier_module
+
+    # the trial fits after the first in workers whenever n_jobs allows (however short)
+    monkeypatch.setattr(classifier_module, "worth_workers", lambda n_jobs, seconds: n_jobs > 1)
     X, y, _, _ = two_class_data(n_per_class=100)
     fits = [
         LatentTreeClassifier(

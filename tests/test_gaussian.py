@@ -560,7 +560,7 @@ def test_structures_walk_side_by_side_to_the_same_model(monkeypatch):
     # (n_jobs=2, even for this small table) or one after another here
     truth = GaussianLatentTreeModel.random(balanced_binary_tree(6), random_state=0)
     X = truth.sample(400, random_state=1)
-    monkeypatch.setattr(gaussian_module, "_SIDE_BY_SIDE_ENTRIES", 0)
+    monkeypatch.setattr(gaussian_module, "_SECONDS_PER_ENTRY", np.inf)
     here = GaussianLatentTree(n_jobs=1, random_state=0).fit(X)
     workers = GaussianLatentTree(n_jobs=2, random_state=0).fit(X)
     assert here.bic_ == workers.bic_

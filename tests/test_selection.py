@@ -214,9 +214,9 @@ def test_candidates_side_by_side_give_the_same_model(monkeypatch):
     # the candidate fits of a selection in worker processes or in this one: one model
     model, X, X_test = _ground_truth(n=3000)
     kw = dict(n_hidden_states="auto", random_state=0, n_jobs=2)
-    monkeypatch.setattr(candidates, "SIDE_BY_SIDE_SECONDS", np.inf)
+    monkeypatch.setattr(candidates, "worth_workers", lambda n_jobs, seconds: False)
     here = SpectralLatentTree(**kw).fit(X)
-    monkeypatch.setattr(candidates, "SIDE_BY_SIDE_SECONDS", 0.0)
+    monkeypatch.setattr(candidates, "worth_workers", lambda n_jobs, seconds: n_jobs > 1)
     apart = SpectralLatentTree(**kw).fit(X)
     assert here.n_hidden_states_ == apart.n_hidden_states_
     assert here.n_members_ == apart.n_members_

@@ -10,9 +10,10 @@ order, or on ``n_jobs``.
 
 Side by side means processes (joblib's ``loky`` backend): at the ``k'`` a selection
 tries first, an E-step is mostly Python-level work per edge, which holds the GIL, so
-threads over candidates ran no faster (measured on the digits demo). The workers are
-started once and kept by joblib between calls; a batch runs in processes only when it
-is estimated to take longer than :data:`SIDE_BY_SIDE_SECONDS` one after another.
+threads over candidates ran no faster (measured on the digits demo). A batch runs in
+processes when its estimated time one after another (:func:`_estimated_seconds`) is
+worth them (:func:`~ltm_sklearn._engine.workers.worth_workers`: their start is paid
+only by a batch that takes longer than the start itself).
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from joblib import Parallel, delayed
 
 from .._algorithms.em import EarlyStopping, node_states, random_cpts
 from .._engine.inference import release_buffers
 from .._engine.threads import block_threads, single_threaded_blas
 from .._engine.tree import LatentTree
+from .._engine.workers import run_in_workers, worth_workers
 from .fits import FittedModel
 from .selection import TIE_TOL
 
@@ -35,10 +36,6 @@ __all__ = ["CandidateTask", "task_seed", "run_task", "run_tasks", "early_stoppin
 #: stop after ``CHECK_PATIENCE`` readings without improvement
 CHECK_EVERY = 5
 CHECK_PATIENCE = 3
-#: a batch of tasks runs in worker processes when it would take at least this long
-#: one after another (estimated by :func:`_estimated_seconds`); below, starting and
-#: feeding the workers costs more than it saves
-SIDE_BY_SIDE_SECONDS = 0.2
 #: the estimate of an E-step: seconds per edge of Python-level work, and per
 #: multiply-add of the messages between hidden nodes (three products per edge); a
 #: scheduling estimate only (measured on the digits demo: 5 ms an E-step at k' = 2,
@@ -182,8 +179,9 @@ def _in_memory(moments):
 def run_tasks(est, tasks, train, moments=None, held=None, unseen=None):
     """:func:`run_task` for every task, in order: in worker processes (as many as
     ``est.n_jobs`` allows, see :func:`~ltm_sklearn._engine.threads.block_threads`) when
-    there are several, the data are in memory and the batch would take at least
-    :data:`SIDE_BY_SIDE_SECONDS`; here otherwise. The results are the same either way."""
+    there are several, the data are in memory and the batch is worth them
+    (:func:`~ltm_sklearn._engine.workers.worth_workers` of :func:`_estimated_seconds`);
+    here otherwise. The results are the same either way."""
     tasks = list(tasks)
     jobs = min(block_threads(est.n_jobs), len(tasks))
     n_rows = np.count_nonzero(train.sample_weight > 0)
@@ -191,11 +189,9 @@ def run_tasks(est, tasks, train, moments=None, held=None, unseen=None):
         jobs > 1
         and _in_memory(train)
         and (moments is None or _in_memory(moments))
-        and sum(_estimated_seconds(t, n_rows) for t in tasks) >= SIDE_BY_SIDE_SECONDS
+        and worth_workers(jobs, sum(_estimated_seconds(t, n_rows) for t in tasks))
     )
     if not side_by_side:
         return [run_task(est, t, train, moments, held, unseen) for t in tasks]
-    out = Parallel(n_jobs=jobs, backend="loky")(
-        delayed(run_task)(est, t, train, moments, held, unseen) for t in tasks
-    )
+    out = run_in_workers(run_task, [(est, t, train, moments, held, unseen) for t in tasks], jobs)
     return out

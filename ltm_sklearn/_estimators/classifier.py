@@ -9,13 +9,13 @@ the module is the class docstring. The calibration of the posterior is in
 
 from __future__ import annotations
 
+import time
 import warnings
 from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
@@ -32,6 +32,7 @@ from .._engine.mixed_columns import categorical_mask
 from .._engine.row_keys import holdout_weights
 from .._engine.threads import block_threads
 from .._engine.user_frames import user_stacklevel
+from .._engine.workers import run_in_workers, worth_workers
 from .base import BaseLatentTree
 from .calibration import choose_pool, pooled_log_posterior, tempered_log_posterior
 from .kernel import KernelLatentTree
@@ -615,17 +616,23 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _run_trial_fits(self, jobs, record=False):
         """The fitted estimators of ``jobs`` (:meth:`_class_jobs`) of a held-out choice, in
-        order: side by side in worker processes when ``n_jobs`` allows several (each fit
-        is seeded alike wherever it runs, so the models are the same). Their warnings
-        are silenced: the final models' fits on every row warn about what concerns the
-        user. ``record``: ``(model, warnings)`` pairs instead, for fits that may become
-        the final models (:func:`_replay`)."""
-        n_jobs = min(block_threads(self.n_jobs), len(jobs))
-        if n_jobs <= 1:
-            return [_fit_class_model(*job, quiet=True, record=record) for job in jobs]
-        return Parallel(n_jobs=n_jobs, backend="loky")(
-            delayed(_fit_class_model)(*job, quiet=True, record=record) for job in jobs
-        )
+        order. The first is fitted here, and the others side by side in worker processes
+        when ``n_jobs`` allows several and they are worth them, as long as the first took
+        (:func:`~ltm_sklearn._engine.workers.worth_workers`); each fit is seeded alike
+        wherever it runs, so the models are the same. Their warnings are silenced: the
+        final models' fits on every row warn about what concerns the user. ``record``:
+        ``(model, warnings)`` pairs instead, for fits that may become the final models
+        (:func:`_replay`)."""
+        if not jobs:
+            return []
+        start = time.perf_counter()
+        out = [_fit_class_model(*jobs[0], quiet=True, record=record)]
+        rest = jobs[1:]
+        n_jobs = min(block_threads(self.n_jobs), len(rest))
+        if worth_workers(n_jobs, (time.perf_counter() - start) * len(rest)):
+            calls = [(*job, True, record) for job in rest]
+            return out + run_in_workers(_fit_class_model, calls, n_jobs)
+        return out + [_fit_class_model(*job, quiet=True, record=record) for job in rest]
 
     def _independence_candidate(self, base):
         """Parameters that make ``base`` the independence model of each class (naive

@@ -12,7 +12,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.cluster import KMeans
@@ -49,6 +48,7 @@ from .._engine.mixed_columns import column_scales
 from .._engine.threads import block_threads
 from .._engine.tree import LatentTree
 from .._engine.user_frames import user_stacklevel
+from .._engine.workers import run_in_workers, worth_workers
 from .selection import grow
 from .sklearn_internals import Interval, StrOptions, check_sample_weight
 from .validation import as_fitted_frame, check_frame_dtypes, reset_fitted_state, target_index
@@ -79,10 +79,11 @@ MAX_AUTO_COMPONENTS = 10
 _HERMITE_NODES = 64
 #: ``"auto"`` stops after this many components in a row without a better criterion
 _PATIENCE = 2
-#: the structures' walks run in worker processes when the fits still to do hold at
-#: least this many entries (rows x columns x fits): below, starting the workers costs
-#: more than it saves
-_SIDE_BY_SIDE_ENTRIES = 200_000
+#: seconds one after another per entry of the fits still to do (rows x columns x fits),
+#: the estimate by which the structures' walks go to worker processes
+#: (:func:`~ltm_sklearn._engine.workers.worth_workers`): 1.2-1.5e-5 on breast cancer,
+#: magic and segment, one fit after another on the 2-core machine
+_SECONDS_PER_ENTRY = 1.3e-5
 
 
 class GaussianLatentTree(DensityMixin, BaseEstimator):
@@ -453,13 +454,11 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         args = (Z, sw, starts, seed, data["offset"])
         jobs = min(block_threads(self.n_jobs), len(walks))
         todo = sum(len(ks) - len(cached) for *_, ks, cached in walks)
-        if jobs > 1 and todo > 1 and len(Z) * d * todo >= _SIDE_BY_SIDE_ENTRIES:
+        if todo > 1 and worth_workers(jobs, len(Z) * d * todo * _SECONDS_PER_ENTRY):
             # the k-means starts shared by the walks, found here once for all of them
             for k in sorted({k for *_, ks, _ in walks for k in ks}):
                 _kmeans_start(starts, Z, sw, k, seed)
-            results = Parallel(n_jobs=jobs, backend="loky")(
-                delayed(_walk)(self, *walk, *args) for walk in walks
-            )
+            results = run_in_workers(_walk, [(self, *walk, *args) for walk in walks], jobs)
         else:  # here the walks find the starts they reach, as they reach them
             results = [_walk(self, *walk, *args) for walk in walks]
         best = None
