@@ -54,7 +54,7 @@ ROWS = ("digits", "gmm-digits", "truth-k3") + tuple(
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
 CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
 #: the labels of the main table (the digits summary lists every label measured)
-REPORTED = ("before", "race", "start", "stacked")
+REPORTED = ("before", "race", "stacked", "serule")
 VS_ROWS = (
     ("spectral-1e5",)
     + tuple(f"gauss-{t}" for t in NUMERIC)
@@ -219,7 +219,7 @@ def report():
             continue
         label, row = path.stem.split("-", 1)
         parts[(label, row)] = json.loads(path.read_text())
-    order = {"before": 0, "tasks": 1, "after": 2, "race": 3, "start": 4, "stacked": 5}
+    order = {"before": 0, "tasks": 1, "after": 2, "race": 3, "start": 4, "stacked": 5, "serule": 6}
     everything = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 6), s))
     labels = [label for label in everything if label in REPORTED]
     header = ["row"]
@@ -255,13 +255,17 @@ def report():
             "measured): `before` commit a76d29f, before the selection engine (its cells of "
             "plants, baudio, jester and bnetflix are that code's `bench_debd.md` run); "
             "`race` commit 7e20f73, the selection engine's races with the candidates of a "
-            "rung side by side in worker processes; `start` commit f0d9bb2; `stacked` the "
-            "current code, in which EM keeps its tables stacked by shape as the message "
+            "rung side by side in worker processes; `start` commit f0d9bb2; `stacked` "
+            "commit 6fd5cfd, in which EM keeps its tables stacked by shape as the message "
             "passes read them, the messages are float32 from k' = 4 (16 before), the "
             "tensor power method's iterations are one product with the unfolded tensor "
-            "and k' = 1 needs no decomposition. `start` and `stacked` ran alternately in "
-            "one session on the digits rows; the other cells come from earlier sessions "
-            "(the machine's speed drifts by up to 2x between sessions: compare cells "
+            "and k' = 1 needs no decomposition; `serule` the current code, in which k' is "
+            "chosen by the one-standard-error rule, the finalists are compared at equal "
+            "effort before the best runs on, and worker processes start only for a batch "
+            "estimated at 1.5 s. "
+            "`stacked` and `serule` ran in one session on the digits rows; the other cells "
+            "come from earlier sessions (the machine's speed drifts by up to 2x between "
+            "sessions: compare cells "
             "measured together). `gmm-digits` is the GaussianMixture BIC grid (1-10 "
             "components) on the same digits rows, for time only (a density of the levels "
             "as numbers is not comparable in nats). `<row>@<seed>`: the same fit with "

@@ -15,6 +15,9 @@ is made by the same few pieces:
 * :func:`best_key` - one tie rule: scores within :data:`TIE_TOL` nats per row of the best
   are ties, broken by a fixed order (fewer hidden states, then the order of the
   candidates), so that rounding (``n_jobs``, row order) never changes a choice.
+* :func:`simplest_within_se` - the one-standard-error rule: the fewest hidden states
+  whose held-out score is within the noise of the best (``k'`` among those the moments
+  identify).
 
 The functions take callables and return values (the scores of every candidate and the
 choice); the estimators assign their fitted attributes from those values.
@@ -36,6 +39,7 @@ __all__ = [
     "HeldOutSplit",
     "held_out_split",
     "best_key",
+    "simplest_within_se",
     "grow",
     "race",
     "paired_se",
@@ -122,6 +126,27 @@ def best_key(scores, order, tol=TIE_TOL):
     """
     high = max(scores.values())
     return min((key for key, s in scores.items() if s >= high - tol), key=order)
+
+
+def simplest_within_se(scores, lls, weights, order):
+    """The one-standard-error rule (Breiman, Friedman, Olshen & Stone, *Classification
+    and Regression Trees*, Wadsworth 1984, section 3.4.3): of the keys whose held-out
+    score is within one paired standard error of the best (:func:`paired_se` of their
+    per-row log-likelihoods ``lls[key]`` on the held-out rows of weights ``weights``),
+    the one of the smallest ``order(key)``.
+
+    >>> lls = {"small": np.array([0.0, 1.0, 0.0, 1.0]), "large": np.array([0.1, 1.0, -0.05, 1.0])}
+    >>> scores = {key: v.mean() for key, v in lls.items()}  # large: 0.0125 higher
+    >>> simplest_within_se(scores, lls, np.ones(4), order=["small", "large"].index)
+    'small'
+    """
+    best = best_key(scores, order)
+    within = [
+        key
+        for key, s in scores.items()
+        if s >= scores[best] - max(TIE_TOL, paired_se(lls[best], lls[key], weights))
+    ]
+    return min(within, key=order)
 
 
 def grow(values, evaluate, patience=PATIENCE, tol=TIE_TOL, best=-np.inf):
