@@ -15,7 +15,7 @@ and about 25 follow), while a fit whose batches all stay shorter ends before the
 would pay. Measured on the first fit of a process
 (``LatentTreeClassifier(n_hidden_states="auto")``, whose batches are estimated at most
 at 0.7 s on car and 1.3 s on german): 3.6 and 4.4 s with the workers started for its
-batches, 1.6 and 2.6 s in this process.
+batches, 1.6 and 2.3 s in this process.
 """
 
 from __future__ import annotations

