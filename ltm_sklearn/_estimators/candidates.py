@@ -12,8 +12,8 @@ Side by side means processes (joblib's ``loky`` backend): at the ``k'`` a select
 tries first, an E-step is mostly Python-level work per edge, which holds the GIL, so
 threads over candidates ran no faster (measured on the digits demo). A batch runs in
 processes when its estimated time one after another (:func:`_estimated_seconds`) is
-worth them (:func:`~ltm_sklearn._engine.workers.worth_workers`: their start is paid
-only by a batch that takes longer than the start itself).
+worth them (:func:`~ltm_sklearn._engine.workers.worth_workers`: workers that are not
+running yet start only for a batch estimated at about their own start time or more).
 """
 
 from __future__ import annotations
