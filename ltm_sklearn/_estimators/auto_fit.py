@@ -18,7 +18,7 @@ from .._engine.threads import block_threads
 from .._engine.tree import LatentTree
 from .candidates import CandidateTask, early_stopping, run_tasks, task_seed
 from .fits import DEFAULT_ALPHA, TABLE_MEMORY, ModelChoice, moment_states
-from .selection import PATIENCE, TIE_TOL, best_key, grow, paired_se, race, simplest_within_se
+from .selection import PATIENCE, TIE_TOL, best_key, grow, paired_se, race, within_se
 
 __all__ = ["select_model", "select_alpha", "select_softening", "select_entropy", "select_members"]
 
@@ -264,32 +264,25 @@ def select_model(est, moments, rng):
         return key[1], names.index(key[0])
 
     top = best_key(scores, order)
+    latent = [key for key in scores if fits[key].tree.hidden_nodes]
     if not fits[top].tree.hidden_nodes:
-        latent = {
-            key: s
-            for key, s in scores.items()
-            if fits[key].tree.hidden_nodes
-            and s >= scores[top] - max(TIE_TOL, paired_se(lls[top], lls[key], held.weights))
-        }
-        if latent:
-            top = best_key(latent, order)
+        near = within_se(top, latent, scores, lls, held.weights)
+        if near:
+            top = best_key({key: scores[key] for key in near}, order)
     identified = moment_states(train.n_states)
 
-    def parsimonious(keys):
-        """The best of ``keys``, or the fewest hidden states the moments identify within
-        one paired standard error of it (:func:`~.selection.simplest_within_se`). Not
-        beyond them: on jester the rule over every ``k'`` chose 16 where the best held-out
-        fit was at 24 and the model at 32 (with its members) scored -52.225 on test rows,
-        against -52.292 for 16."""
-        best = best_key({key: scores[key] for key in keys}, order)
-        if not auto_k or not fits[best].tree.hidden_nodes:
-            return best
+    def parsimonious(top, keys):
+        """``top``, or the fewest hidden states of ``keys`` at a ``k'`` the moments
+        identify within one paired standard error of it (the one-standard-error rule,
+        :func:`~.selection.simplest_within_se`). Not beyond them: on jester the rule over
+        every ``k'`` chose 16 where the best held-out fit was at 24 and the model at 32
+        (with its members) scored -52.225 on test rows, against -52.292 for 16."""
+        if not auto_k or not fits[top].tree.hidden_nodes:
+            return top
         near = [key for key in keys if key[1] <= identified and fits[key].tree.hidden_nodes]
-        return simplest_within_se(
-            {key: scores[key] for key in {best, *near}}, lls, held.weights, order
-        )
+        return min([top, *within_se(top, near, scores, lls, held.weights)], key=order)
 
-    top = parsimonious([key for key in scores if key == top or fits[key].tree.hidden_nodes])
+    top = parsimonious(top, latent)
     # the finalists - the best fit, the best at another k' and the best the moments
     # started - run on to their held-out stopping rule (the races' last rung at full
     # effort) and the best wins: compared after the races' 50 iterations, a larger k'
@@ -366,7 +359,7 @@ def select_model(est, moments, rng):
         run_on(more, rest, 1)
     elif est._resumable_fits and not fits[finalists[0]].converged:
         run_on(finalists, rest, 0)
-    top = parsimonious(finalists)
+    top = parsimonious(best_key({key: scores[key] for key in finalists}, order), finalists)
     name_best, k_best = top
     winner = fits[top]
     choice = ModelChoice(k_best, name_best, winner, float(train.sample_weight.sum()))

@@ -40,6 +40,7 @@ __all__ = [
     "held_out_split",
     "best_key",
     "simplest_within_se",
+    "within_se",
     "grow",
     "race",
     "paired_se",
@@ -141,12 +142,23 @@ def simplest_within_se(scores, lls, weights, order):
     'small'
     """
     best = best_key(scores, order)
-    within = [
+    return min(within_se(best, scores, scores, lls, weights), key=order)
+
+
+def within_se(reference, keys, scores, lls, weights):
+    """The keys of ``keys`` whose held-out score is within one paired standard error
+    (at least :data:`TIE_TOL`) of the score of ``reference``, in the order of ``keys``.
+
+    >>> lls = {"a": np.array([0.0, 1.0]), "b": np.array([0.05, 0.9]), "c": np.array([-9.0, -9.0])}
+    >>> within_se("a", ["b", "c"], {k: v.mean() for k, v in lls.items()}, lls, np.ones(2))
+    ['b']
+    """
+    high = scores[reference]
+    return [
         key
-        for key, s in scores.items()
-        if s >= scores[best] - max(TIE_TOL, paired_se(lls[best], lls[key], weights))
+        for key in keys
+        if scores[key] >= high - max(TIE_TOL, paired_se(lls[reference], lls[key], weights))
     ]
-    return min(within, key=order)
 
 
 def grow(values, evaluate, patience=PATIENCE, tol=TIE_TOL, best=-np.inf):
