@@ -1,11 +1,13 @@
 """The selection engine: held-out split, tie rule, growth, racing, EM's early stopping."""
 
+import re
 import warnings
 
 import numpy as np
 import pytest
 from scipy.special import logsumexp
-from sklearn.model_selection import GridSearchCV
+from sklearn.datasets import load_digits
+from sklearn.model_selection import GridSearchCV, train_test_split
 
 from ltm_sklearn import (
     HierarchicalTensorLTM,
@@ -24,6 +26,7 @@ from ltm_sklearn._estimators.fits import FittedModel, average_fits
 from ltm_sklearn._estimators.selection import (
     TIE_TOL,
     best_key,
+    gains_beyond_se,
     grow,
     held_out_split,
     paired_se,
@@ -416,3 +419,39 @@ def test_one_standard_error_rule_takes_the_fewest_states_within_the_noise():
         scores = {key: float(v.mean()) for key, v in lls.items()}
         assert scores["k8"] > scores["k3"]
         assert simplest_within_se(scores, lls, weights, ["k3", "k8"].index) == expected
+
+
+def test_a_gain_counts_only_beyond_one_standard_error():
+    rng = np.random.default_rng(1)
+    base, noise = rng.normal(size=2000), rng.normal(size=2000)
+    noise -= noise.mean()
+    weights = np.ones(2000)
+    se = paired_se(base + noise, base, weights)
+    for gain, expected in ((0.5 * se, False), (2.0 * se, True), (-2.0 * se, False)):
+        lls = {"small": base, "large": base + gain + noise}
+        scores = {key: float(v.mean()) for key, v in lls.items()}
+        assert gains_beyond_se("large", "small", scores, lls, weights) is expected
+    same = {"a": base, "b": base.copy()}  # no noise, no gain: not a gain
+    assert not gains_beyond_se("b", "a", {"a": 0.0, "b": 0.0}, same, weights)
+
+
+@pytest.mark.slow
+def test_auto_ladder_grows_beyond_16_states_only_after_a_gain_beyond_the_noise(capsys):
+    digits = load_digits()  # the README demo's training rows
+    X = np.digitize(digits.data, [1, 9])
+    X, _ = train_test_split(X, test_size=0.3, stratify=digits.target, random_state=0)
+    est = SpectralLatentTree(n_hidden_states="auto", n_members=1, random_state=0, verbose=1)
+    est.fit(X)
+    gains = {
+        int(k): (float(g), float(se))
+        for k, g, se in re.findall(
+            r"k'=(\d+): gain (-?[\d.]+) \(s\.e\. ([\d.]+)\)", capsys.readouterr().out
+        )
+    }
+    tried = sorted(est.n_hidden_states_scores_)
+    assert tried[-1] > 16 and set(tried[1:]) == set(gains)
+    for below, k in zip(tried, tried[1:]):
+        if k > 16:  # the level below gained beyond its standard error
+            assert gains[below][0] > gains[below][1], (k, gains)
+    # and here the last level is one within the noise (k' = 32: 0.0004, s.e. 0.05)
+    assert gains[tried[-1]][0] <= gains[tried[-1]][1], gains

@@ -41,6 +41,7 @@ __all__ = [
     "best_key",
     "simplest_within_se",
     "within_se",
+    "gains_beyond_se",
     "grow",
     "race",
     "paired_se",
@@ -159,6 +160,19 @@ def within_se(reference, keys, scores, lls, weights):
         for key in keys
         if scores[key] >= high - max(TIE_TOL, paired_se(lls[reference], lls[key], weights))
     ]
+
+
+def gains_beyond_se(key, reference, scores, lls, weights):
+    """Whether the held-out score of ``key`` is above that of ``reference`` by more than
+    one paired standard error (at least :data:`TIE_TOL`): the complement of
+    :func:`within_se` seen from ``key``.
+
+    >>> lls = {"a": np.array([0.0, 1.0]), "b": np.array([0.05, 0.9]), "c": np.array([1.0, 2.0])}
+    >>> scores, w = {k: v.mean() for k, v in lls.items()}, np.ones(2)
+    >>> gains_beyond_se("a", "b", scores, lls, w), gains_beyond_se("c", "a", scores, lls, w)
+    (False, True)
+    """
+    return not within_se(key, [reference], scores, lls, weights)
 
 
 def grow(values, evaluate, patience=PATIENCE, tol=TIE_TOL, best=-np.inf):
