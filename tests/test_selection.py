@@ -141,16 +141,15 @@ def test_early_stopping_returns_the_best_held_out_parameters():
     assert len(readings) - 1 - int(np.argmax(readings)) == 3
 
 
-_LOCAL_OPTIMUM = pytest.mark.xfail(
-    strict=True,
-    reason="open (issue: automatic fit): with 5 categories k' = 3 and 4 both start from "
-    "the moments, and k' = 4 ends 0.0075 nats per row above k' = 3 on the held-out rows",
-)
-
-
 @pytest.mark.parametrize(
     "seed, states",
-    [(0, 4), (1, 3), (2, 3), pytest.param(3, 5, marks=_LOCAL_OPTIMUM)],
+    [
+        (0, 4),
+        (1, 3),
+        (2, 3),
+        (3, 5),
+        *(pytest.param(s, c, marks=pytest.mark.slow) for s, c in [(7, 6), (10, 4), (11, 5)]),
+    ],
 )
 def test_auto_lands_on_the_true_number_of_states(seed, states):
     model, X, X_test = _ground_truth(seed=seed, n=20_000, states=states)
