@@ -146,9 +146,10 @@ def simplest_within_se(scores, lls, weights, order):
     return min(within_se(best, scores, scores, lls, weights), key=order)
 
 
-def within_se(reference, keys, scores, lls, weights):
-    """The keys of ``keys`` whose held-out score is within one paired standard error
-    (at least :data:`TIE_TOL`) of the score of ``reference``, in the order of ``keys``.
+def within_se(reference, keys, scores, lls, weights, n_se=1.0):
+    """The keys of ``keys`` whose held-out score is within ``n_se`` paired standard
+    errors (at least :data:`TIE_TOL`) of the score of ``reference``, in the order of
+    ``keys``.
 
     >>> lls = {"a": np.array([0.0, 1.0]), "b": np.array([0.05, 0.9]), "c": np.array([-9.0, -9.0])}
     >>> within_se("a", ["b", "c"], {k: v.mean() for k, v in lls.items()}, lls, np.ones(2))
@@ -158,13 +159,13 @@ def within_se(reference, keys, scores, lls, weights):
     return [
         key
         for key in keys
-        if scores[key] >= high - max(TIE_TOL, paired_se(lls[reference], lls[key], weights))
+        if scores[key] >= high - max(TIE_TOL, n_se * paired_se(lls[reference], lls[key], weights))
     ]
 
 
-def gains_beyond_se(key, reference, scores, lls, weights):
+def gains_beyond_se(key, reference, scores, lls, weights, n_se=1.0):
     """Whether the held-out score of ``key`` is above that of ``reference`` by more than
-    one paired standard error (at least :data:`TIE_TOL`): the complement of
+    ``n_se`` paired standard errors (at least :data:`TIE_TOL`): the complement of
     :func:`within_se` seen from ``key``.
 
     >>> lls = {"a": np.array([0.0, 1.0]), "b": np.array([0.05, 0.9]), "c": np.array([1.0, 2.0])}
@@ -172,7 +173,7 @@ def gains_beyond_se(key, reference, scores, lls, weights):
     >>> gains_beyond_se("a", "b", scores, lls, w), gains_beyond_se("c", "a", scores, lls, w)
     (False, True)
     """
-    return not within_se(key, [reference], scores, lls, weights)
+    return not within_se(key, [reference], scores, lls, weights, n_se)
 
 
 def grow(values, evaluate, patience=PATIENCE, tol=TIE_TOL, best=-np.inf):
