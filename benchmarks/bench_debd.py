@@ -400,10 +400,10 @@ def report(sets):
         ),
         "",
         "Fit seconds (k' choice included). Each (set, model) is kept from the run that made "
-        "it: the columns were not all measured in one run (the defaults and n_members=3 "
-        "columns ran two sets at a time with single-threaded BLAS, the one-fit column "
-        "earlier with other benchmarks sharing the two cores), so compare times within a "
-        "column:",
+        "it: the columns were not all measured in one run (the defaults column with the "
+        "current code, one set at a time; the n_members=3 column with earlier code, two "
+        "sets at a time with single-threaded BLAS; the one-fit column earlier still, with "
+        "other benchmarks sharing the two cores), so compare times within a column:",
         "",
         markdown_table(
             [
