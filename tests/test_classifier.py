@@ -144,7 +144,9 @@ def test_classifier_auto_chooses_naive_bayes_or_a_latent_tree_by_cross_validated
             X, y
         )
     assert clf.class_params_ == {"structure": "star", "n_hidden_states": 1, "alpha": 1.0}
-    assert clf.independence_score_ <= min(clf.n_hidden_states_scores_.values())
+    # no latent candidate does better than noise on naive Bayes, the truth (k' = 2 comes
+    # within 0.0001 nats: the one-standard-error rule keeps the simpler model)
+    assert min(clf.n_hidden_states_scores_.values()) > clf.independence_score_ - 1e-3
     nb = CategoricalNB(alpha=1.0, min_categories=2).fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X), nb.predict_proba(X), atol=1e-10)
 
@@ -427,7 +429,9 @@ def test_classifier_auto_keeps_the_class_models_of_its_choice_and_their_warnings
     reach the user's line. The folds' fits use the structure each class model chose."""
     from sklearn.exceptions import ConvergenceWarning
 
-    X, y, _, _ = two_class_data(n_per_class=500)
+    # rows enough that a k' above 1 (whose fits stop at max_iter) beats k' = 1 by more
+    # than the one-standard-error rule asks
+    X, y, _, _ = two_class_data(n_per_class=1000)
     base = SpectralLatentTree(max_iter=4, n_members=1, random_state=0)
     clf = LatentTreeClassifier(base, model="per_class", n_hidden_states="auto", n_jobs=1)
     with pytest.warns(ConvergenceWarning) as record:

@@ -149,17 +149,17 @@ class LatentTreeEM(BaseLatentTree):
         n_states = node_states(tree, moments.n_states, k)
         return (*random_cpts(tree, n_states, rng), {})
 
-    def _second_start(self, tree, moments, k, rng):
+    def _tensor_start(self, tree, moments, k, rng):
         return None  # the tensor start is this estimator's own (restarts: n_init)
 
     def _fit_parameters(
-        self, tree, moments, k, rng, max_iter=None, second_start=False, early_stopping=None
+        self, tree, moments, k, rng, max_iter=None, tensor_start=False, early_stopping=None
     ):
         best = None
         for run in range(self.n_init):
             if run == 0:
                 fitted = super()._fit_parameters(
-                    tree, moments, k, rng, max_iter, second_start, early_stopping
+                    tree, moments, k, rng, max_iter, tensor_start, early_stopping
                 )
             else:
                 n_states = node_states(tree, moments.n_states, k)

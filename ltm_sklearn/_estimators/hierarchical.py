@@ -4,7 +4,6 @@ Park (ICML 2013) as an estimator."""
 from __future__ import annotations
 
 from .._algorithms.hierarchical import LINKERS, fit_hierarchical
-from .._algorithms.spectral import explicit_from_representation
 from .base import BaseLatentTree
 from .sklearn_internals import StrOptions
 from .spectral import ObservableMixin
@@ -145,10 +144,5 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         )
         self.linker = linker
 
-    def _initial_parameters(self, tree, moments, k, rng):
-        def fit_raw(raw_tree, moments, k, unseen):
-            return fit_hierarchical(raw_tree, moments, k, unseen, linker=self.linker)
-
-        return explicit_from_representation(
-            tree, moments, k, self._unseen_proba(moments), fit_raw, rng
-        )
+    def _fit_raw(self, raw_tree, moments, k, unseen_proba):
+        return fit_hierarchical(raw_tree, moments, k, unseen_proba, linker=self.linker)

@@ -378,7 +378,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
             owner=type(self).__name__,
         )
 
-    def _second_start(self, tree, moments, k, rng):
+    def _tensor_start(self, tree, moments, k, rng):
         return None  # the explicit recovery reads the columns' landmark codes
 
     # ------------------------------------------------------------------ structure
@@ -441,7 +441,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         return root, cpts, extras
 
     def _fit_parameters(
-        self, tree, moments, k, rng, max_iter=None, second_start=False, early_stopping=None
+        self, tree, moments, k, rng, max_iter=None, tensor_start=False, early_stopping=None
     ):
         """:meth:`_initial_parameters` polished by EM on the bump densities (soft
         evidence)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from numbers import Integral
 
 from .._algorithms.hierarchical import fit_hierarchical
-from .._algorithms.spectral import explicit_from_representation, fit_spectral
+from .._algorithms.spectral import fit_spectral
 from .._algorithms.structure import learn_tree_quartets
 from .._algorithms.tensor import tensor_cpts
 from .base import BaseLatentTree
@@ -169,13 +169,14 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         self.min_quartet_margin_ = float(info.min_margin)
         return tree
 
+    def _fit_raw(self, raw_tree, moments, k, unseen_proba):
+        fit_raw = fit_hierarchical if self.init == "hierarchical" else fit_spectral
+        return fit_raw(raw_tree, moments, k, unseen_proba)
+
     def _initial_parameters(self, tree, moments, k, rng):
         if self.init == "em":
             return (*tensor_cpts(tree, moments, k, random_state=rng), {})
-        if self.init == "hierarchical":
-            fit_raw = fit_hierarchical
-        else:
-            fit_raw = fit_spectral
-        return explicit_from_representation(
-            tree, moments, k, self._unseen_proba(moments), fit_raw, rng
-        )
+        return super()._initial_parameters(tree, moments, k, rng)
+
+    def _raw_extras(self, tree, moments, k):
+        return {} if self.init == "em" else super()._raw_extras(tree, moments, k)

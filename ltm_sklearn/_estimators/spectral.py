@@ -11,7 +11,24 @@ __all__ = ["ObservableMixin", "SpectralLatentTree"]
 
 
 class ObservableMixin:
-    """The raw observable representation of a moment-based estimator, for research."""
+    """The raw observable representation of a moment-based estimator, for research: the
+    estimator fits it with ``_fit_raw(raw_tree, moments, k, unseen_proba)`` on the tree
+    with every observed node a leaf, and its start is the explicit model recovered from
+    that estimate (:func:`~ltm_sklearn._algorithms.spectral.explicit_from_representation`)."""
+
+    def _fit_raw(self, raw_tree, moments, k, unseen_proba):
+        raise NotImplementedError
+
+    def _initial_parameters(self, tree, moments, k, rng):
+        return explicit_from_representation(
+            tree, moments, k, self._unseen_proba(moments), self._fit_raw, rng
+        )
+
+    def _raw_extras(self, tree, moments, k):
+        if not tree.hidden_nodes:
+            return {}
+        raw_tree = tree.with_observed_leaves()
+        return {"raw_estimate_": self._fit_raw(raw_tree, moments, k, self._unseen_proba(moments))}
 
     def raw_log_abs(self, X):
         """Sign and ``log |P_hat(x)|`` of the raw observable-representation estimate.
@@ -227,7 +244,5 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
     True
     """
 
-    def _initial_parameters(self, tree, moments, k, rng):
-        return explicit_from_representation(
-            tree, moments, k, self._unseen_proba(moments), fit_spectral, rng
-        )
+    def _fit_raw(self, raw_tree, moments, k, unseen_proba):
+        return fit_spectral(raw_tree, moments, k, unseen_proba)
