@@ -257,3 +257,31 @@ def test_representation_marginals_on_paths_equal_a_full_pass(lettered, Est, newi
         for B in projections:  # contract the leading original mode, append the projected
             dense = np.tensordot(dense, B, axes=([0], [1]))
         np.testing.assert_allclose(value, dense, atol=1e-13)
+
+
+@pytest.mark.parametrize("Est", [SpectralLatentTree, HierarchicalTensorLTM])
+def test_a_given_k_polishes_the_tensor_start_and_max_iter_0_keeps_the_estimators_own(
+    Est, monkeypatch
+):
+    """Within the k' the moments identify, EM starts from the tensor decomposition of the
+    empirical moments, and the estimator's raw estimate is kept all the same; with
+    ``max_iter=0`` the model is the estimator's own explicit recovery."""
+    model = LatentTreeModel.random(balanced_binary_tree(8), 3, 4, random_state=0)
+    X, X_test = model.sample(5000, random_state=0), model.sample(1000, random_state=1)
+    own = Est._initial_parameters
+    calls = []
+
+    def counted(self, *args):
+        calls.append(args[2])
+        return own(self, *args)
+
+    monkeypatch.setattr(Est, "_initial_parameters", counted)
+    polished = Est(3, tree=model.tree, random_state=0).fit(X)
+    assert calls == []
+    raw = Est(3, tree=model.tree, max_iter=0, random_state=0).fit(X)
+    assert calls == [3]
+    # the same raw estimate whichever start EM took
+    np.testing.assert_allclose(polished.raw_log_abs(X_test)[1], raw.raw_log_abs(X_test)[1])
+    gap = model.log_likelihood(X_test).mean() - polished.score(X_test)
+    assert gap < model.log_likelihood(X_test).mean() - raw.score(X_test)
+    assert gap < 0.01

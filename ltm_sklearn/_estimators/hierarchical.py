@@ -27,10 +27,10 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
 
     As in :class:`SpectralLatentTree`, the decomposition is the raw estimate
     (``raw_estimate_``, :meth:`raw_log_abs`); a three-view tensor decomposition of its
-    marginals at every hidden node (Anandkumar et al. (JMLR 2014)) gives explicit tables on the
-    simplex,
-    which EM polishes, and ``score_samples`` is the exact log-likelihood of that
-    normalised model.
+    marginals at every hidden node (Anandkumar, Ge, Hsu, Kakade & Telgarsky, JMLR 15,
+    2014) gives explicit tables on the simplex (the model with ``max_iter=0``); EM
+    polishes a moment start chosen as there, and ``score_samples`` is the exact
+    log-likelihood of that normalised model.
 
     Parameters
     ----------

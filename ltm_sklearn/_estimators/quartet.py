@@ -37,9 +37,12 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         parameter model, rank of the projected quartet moments, and the rank beyond which
         the quartet tests measure the unfoldings.
     init : {"spectral", "hierarchical", "em"}, default="spectral"
-        Starting point of EM on the learned tree: the explicit parameters of the spectral
-        or the hierarchical algorithm, or the tensor decomposition of the empirical
-        moments (``"em"``).
+        The explicit parameters on the learned tree before EM: those of the spectral or
+        the hierarchical algorithm (whose raw estimate is ``raw_estimate_``), or the
+        tensor decomposition of the empirical moments (``"em"``). They are the model with
+        ``max_iter=0`` and the start of the automatic fit's candidates; EM at a given
+        ``k'`` within what the moments identify starts from the tensor decomposition
+        (see :class:`SpectralLatentTree`).
     n_representatives : int, default=3
         Nearest columns per branch in each decision; the branch wins on the summed scores
         of ``n_representatives^3`` quartets (``1`` is Algorithm 2 verbatim).
