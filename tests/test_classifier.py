@@ -135,18 +135,18 @@ def test_classifier_auto_chooses_naive_bayes_or_a_latent_tree_by_cross_validated
     beats naive Bayes on held-out log-loss."""
     from sklearn.naive_bayes import CategoricalNB
 
+    # naive Bayes leads k' = 2 out of fold on these 150 rows by 0.005 nats per row; on
+    # 200 such rows the two came within 0.0001 of each other, either side with EM's start
     rng = np.random.default_rng(1)
-    y = rng.integers(0, 2, 200)
-    X = (rng.random((200, 6)) < np.where(y[:, None] == 1, 0.65, 0.35)).astype(int)
+    y = rng.integers(0, 2, 150)
+    X = (rng.random((150, 6)) < np.where(y[:, None] == 1, 0.65, 0.35)).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = LatentTreeClassifier(model="per_class", n_hidden_states="auto", random_state=0).fit(
             X, y
         )
     assert clf.class_params_ == {"structure": "star", "n_hidden_states": 1, "alpha": 1.0}
-    # no latent candidate does better than noise on naive Bayes, the truth (k' = 2 comes
-    # within 0.0001 nats: the one-standard-error rule keeps the simpler model)
-    assert min(clf.n_hidden_states_scores_.values()) > clf.independence_score_ - 1e-3
+    assert clf.independence_score_ <= min(clf.n_hidden_states_scores_.values())
     nb = CategoricalNB(alpha=1.0, min_categories=2).fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X), nb.predict_proba(X), atol=1e-10)
 
@@ -429,8 +429,8 @@ def test_classifier_auto_keeps_the_class_models_of_its_choice_and_their_warnings
     reach the user's line. The folds' fits use the structure each class model chose."""
     from sklearn.exceptions import ConvergenceWarning
 
-    # rows enough that a k' above 1 (whose fits stop at max_iter) beats k' = 1 by more
-    # than the one-standard-error rule asks
+    # rows enough that k' = 2, whose fits stop at max_iter, wins (on 500 rows a class,
+    # k' = 1 led after four EM iterations from the tensor start)
     X, y, _, _ = two_class_data(n_per_class=1000)
     base = SpectralLatentTree(max_iter=4, n_members=1, random_state=0)
     clf = LatentTreeClassifier(base, model="per_class", n_hidden_states="auto", n_jobs=1)

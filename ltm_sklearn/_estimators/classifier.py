@@ -36,7 +36,7 @@ from .._engine.workers import run_in_workers, worth_workers
 from .base import BaseLatentTree
 from .calibration import choose_pool, pooled_log_posterior, tempered_log_posterior
 from .kernel import KernelLatentTree
-from .selection import TIE_TOL, VALIDATION_SHARE, paired_se, simplest_within_se
+from .selection import TIE_TOL, VALIDATION_SHARE, paired_se
 from .sklearn_internals import (
     HasMethods,
     Interval,
@@ -183,10 +183,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``structure="auto"`` each chooses its structure there, and the folds' fits
         keep it (one structure per fit instead of the whole race: on the bundled
         car, german and marketing tables the classifier fits in 0.4-0.7 of the time,
-        with the same log-loss). The simplest candidate within one standard error of
-        the paired difference from the lowest log-loss (the one-standard-error rule, as
-        for the density estimators' ``k'``) keeps those models, or is refitted on all
-        rows (the independence model). ``GridSearchCV`` with ``scoring="neg_log_loss"``
+        with the same log-loss). The candidate with the lowest log-loss (within 1e-6:
+        the simpler) keeps those models, or is refitted on all rows (the independence
+        model). ``GridSearchCV`` with ``scoring="neg_log_loss"``
         over the estimator's ``n_hidden_states`` remains the alternative.
         A :class:`~ltm_sklearn.KernelLatentTree` with ``hidden="auto"`` has the form of
         its hidden variables chosen the same way, once for all classes: the discrete
@@ -791,16 +790,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 break
             best = (scores[k], loss)
         self.n_hidden_states_scores_ = scores
-        # the simplest candidate (they are in order) within one paired standard error of
-        # the best out-of-fold log-loss: the one-standard-error rule of the density
-        # estimators' k' (on 200 rows whose columns are independent given the class, k'
-        # = 2 came 0.00009 nats below naive Bayes, the truth)
-        chosen = simplest_within_se(
-            {i: -mean(loss) for i, loss in enumerate(losses)},
-            {i: -loss for i, loss in enumerate(losses)},
-            w_val,
-            order=lambda i: i,
-        )
+        # the best out-of-fold log-loss (ties within TIE_TOL: the simpler candidate)
+        means = [mean(loss) for loss in losses]
+        low = min(means)
+        chosen = next(i for i, m in enumerate(means) if m <= low + TIE_TOL)
         return candidates[chosen], losses[chosen], models[chosen], scored[chosen]
 
     def _chosen_structures(self, base, shared, fitted):
