@@ -33,7 +33,6 @@ from _common import (
     markdown_table,
     plot_error_and_time,
     raw_spectral_fit,
-    relative_joint_error,
     save,
     timed,
 )
@@ -43,6 +42,7 @@ from ltm_sklearn._algorithms.structure import spanning_tree_edges
 from ltm_sklearn._engine.encoding import CategoricalEncoder
 from ltm_sklearn._engine.moments import MomentEstimator
 from ltm_sklearn.datasets import LatentTreeModel, broad_tree, deep_tree
+from ltm_sklearn.metrics import relative_joint_error
 
 TOPOLOGIES = {
     "broad4": broad_tree(2),
@@ -111,7 +111,7 @@ def figure2(sizes, n_models):
                 for m in METHODS:
                     est, t = timed(fit_method, m, tree, X, seed)
                     ll = est.score_samples(Xt)
-                    res[m]["err"].append(np.median(relative_joint_error(truth, ll)))
+                    res[m]["err"].append(np.median(relative_joint_error(ll, truth)))
                     res[m]["gap"].append(np.mean(truth - ll))
                     res[m]["t"].append(t)
             for m in METHODS:

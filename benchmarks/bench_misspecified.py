@@ -32,7 +32,6 @@ from _common import (
     markdown_table,
     plot_error_and_time,
     raw_spectral_fit,
-    relative_joint_error,
     save,
     timed,
 )
@@ -46,6 +45,7 @@ from ltm_sklearn.datasets import (
     hmm_chain,
     random_binary_tree,
 )
+from ltm_sklearn.metrics import relative_joint_error
 
 # name -> (tree factory(seed), n, k, k')
 SETTINGS = {

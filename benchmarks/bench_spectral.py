@@ -26,13 +26,13 @@ from _common import (
     machine,
     markdown_table,
     raw_spectral_fit,
-    relative_joint_error,
     save,
     timed,
 )
 
 from ltm_sklearn import SpectralLatentTree
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree, hmm_chain
+from ltm_sklearn.metrics import relative_joint_error
 
 
 def run(quick=False):
