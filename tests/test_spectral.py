@@ -285,3 +285,16 @@ def test_a_given_k_polishes_the_tensor_start_and_max_iter_0_keeps_the_estimators
     gap = model.log_likelihood(X_test).mean() - polished.score(X_test)
     assert gap < model.log_likelihood(X_test).mean() - raw.score(X_test)
     assert gap < 0.01
+
+
+def test_a_given_k_on_a_given_tree_is_one_model_for_the_moment_estimators():
+    """EM starts from the shared tensor start there, so the spectral, hierarchical and
+    tensor-initialised EM estimators return the same model (docs/api.rst)."""
+    model = LatentTreeModel.random(balanced_binary_tree(8), 3, 4, random_state=0)
+    X, X_test = model.sample(3000, random_state=0), model.sample(500, random_state=1)
+    scores = [
+        Est(3, tree=model.tree, random_state=0).fit(X).score_samples(X_test)
+        for Est in (SpectralLatentTree, HierarchicalTensorLTM, LatentTreeEM)
+    ]
+    np.testing.assert_array_equal(scores[0], scores[1])
+    np.testing.assert_array_equal(scores[0], scores[2])
