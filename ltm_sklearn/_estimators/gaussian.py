@@ -441,8 +441,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         """The best BIC over structures, each walking the grid of components (a tree
         without hidden variables needs more components than a latent tree to fit the
         same law) until two in a row do not improve it (:func:`~.selection.grow`); the
-        walks run side by side in worker processes (``n_jobs``) and their fits are
-        cached in ``data``."""
+        walks run side by side in worker processes (``n_jobs``) when that saves more
+        than the workers' start, and their fits are cached in ``data``."""
         d = data["Z"].shape[1]
         walks = []
         for structure in structures:
@@ -454,7 +454,10 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         args = (Z, sw, starts, seed, data["offset"])
         jobs = min(block_threads(self.n_jobs), len(walks))
         todo = sum(len(ks) - len(cached) for *_, ks, cached in walks)
-        if todo > 1 and worth_workers(jobs, len(Z) * d * todo * _SECONDS_PER_ENTRY):
+        # no batch follows: the walks go to worker processes that they start only when
+        # the time they save pays for the start
+        serial = len(Z) * d * todo * _SECONDS_PER_ENTRY
+        if todo > 1 and worth_workers(jobs, serial, alone=True):
             # the k-means starts shared by the walks, found here once for all of them
             for k in sorted({k for *_, ks, _ in walks for k in ks}):
                 _kmeans_start(starts, Z, sw, k, seed)
