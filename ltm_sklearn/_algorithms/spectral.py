@@ -54,6 +54,7 @@ __all__ = [
     "SpectralParams",
     "RepresentationMoments",
     "explicit_from_representation",
+    "raw_representation",
 ]
 
 # Candidates per side when choosing representative / reference leaves.
@@ -554,6 +555,16 @@ class RepresentationMoments:
         return [v.reshape(shape) for v, shape in zip(self._evaluate(blocks), shapes)]
 
 
+def raw_representation(tree, moments, n_hidden_states, unseen_proba, fit_raw):
+    """The raw observable representation of a moment-based estimator on ``tree``:
+    ``fit_raw(tree, moments, k, unseen_proba) -> SpectralParams`` on
+    ``tree.with_observed_leaves()``, or ``None`` for a tree without hidden nodes (which
+    has no representation)."""
+    if not tree.hidden_nodes:
+        return None
+    return fit_raw(tree.with_observed_leaves(), moments, n_hidden_states, unseen_proba)
+
+
 def explicit_from_representation(tree, moments, n_hidden_states, unseen_proba, fit_raw, rng):
     """Explicit parameters of a moment-based estimator on ``tree``.
 
@@ -569,9 +580,9 @@ def explicit_from_representation(tree, moments, n_hidden_states, unseen_proba, f
     -------
     root_marginal, cpts, extras : ``extras`` holds ``{"raw_estimate_": SpectralParams}``.
     """
-    if not tree.hidden_nodes:
+    raw = raw_representation(tree, moments, n_hidden_states, unseen_proba, fit_raw)
+    if raw is None:
         return (*tensor_cpts(tree, moments, n_hidden_states, random_state=rng), {})
-    raw = fit_raw(tree.with_observed_leaves(), moments, n_hidden_states, unseen_proba)
     rep = RepresentationMoments(raw, moments.n_states)
     root, cpts = tensor_cpts(tree, rep, n_hidden_states, random_state=rng)
     return root, cpts, {"raw_estimate_": raw}

@@ -47,7 +47,12 @@ import numpy as np
 
 from .._algorithms.em import fit_em
 from .._algorithms.leaves import BumpLeaves
-from .._algorithms.spectral import explicit_from_representation, fit_spectral, spectral_log_abs
+from .._algorithms.spectral import (
+    explicit_from_representation,
+    fit_spectral,
+    raw_representation,
+    spectral_log_abs,
+)
 from .._algorithms.structure import (
     chow_liu,
     corrected_mutual_information,
@@ -428,10 +433,8 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         recovered from the moments of the columns discretised to their nearest centres
         (the discrete estimators' explicit recovery)."""
         d = moments.X.shape[1]
-        extras = {}
-        if tree.hidden_nodes:
-            observed = tree.with_observed_leaves()
-            extras["raw_estimate_"] = fit_spectral(observed, moments, k, np.zeros(d))
+        raw = raw_representation(tree, moments, k, np.zeros(d), fit_spectral)
+        extras = {} if raw is None else {"raw_estimate_": raw}
         # the nearest landmark of every value (the wide last bump starts empty)
         coarse = self._leaves.coarse_moments(moments)
         root, cpts, _ = explicit_from_representation(

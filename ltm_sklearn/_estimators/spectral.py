@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from sklearn.utils.validation import check_is_fitted
 
-from .._algorithms.spectral import explicit_from_representation, fit_spectral, spectral_log_abs
+from .._algorithms.spectral import (
+    explicit_from_representation,
+    fit_spectral,
+    raw_representation,
+    spectral_log_abs,
+)
 from .base import BaseLatentTree
 
 __all__ = ["ObservableMixin", "SpectralLatentTree"]
@@ -25,10 +30,9 @@ class ObservableMixin:
         )
 
     def _raw_extras(self, tree, moments, k):
-        if not tree.hidden_nodes:
-            return {}
-        raw_tree = tree.with_observed_leaves()
-        return {"raw_estimate_": self._fit_raw(raw_tree, moments, k, self._unseen_proba(moments))}
+        unseen = self._unseen_proba(moments)
+        raw = raw_representation(tree, moments, k, unseen, self._fit_raw)
+        return {} if raw is None else {"raw_estimate_": raw}
 
     def raw_log_abs(self, X):
         """Sign and ``log |P_hat(x)|`` of the raw observable-representation estimate.
