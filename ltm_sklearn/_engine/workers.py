@@ -18,7 +18,8 @@ at 0.7 s on car and 1.3 s on german): 3.6 and 4.4 s with the workers started for
 batches, 1.6 and 2.3 s in this process. A batch that no other follows (the Gaussian
 model's search over structures) starts them only when it saves more than their start
 (:data:`START_SECONDS`): on pima, whose search is estimated at 2.5 s one after another,
-the fit took 1.6 s in this process against 3.4 s with the workers started for it.
+the first fit of a process took 1.3-1.7 s in it against 2.5-4.0 s with the workers
+started for the search.
 """
 
 from __future__ import annotations
