@@ -66,8 +66,6 @@ def worth_workers(n_jobs, serial_seconds, alone=False):
 
     >>> worth_workers(1, 100.0)
     False
-    >>> worth_workers(2, 3.0), worth_workers(2, 3.0, alone=True)
-    (True, False)
     """
     if n_jobs <= 1:
         return False
