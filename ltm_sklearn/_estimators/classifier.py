@@ -36,7 +36,7 @@ from .._engine.workers import run_in_workers, worth_workers
 from .base import BaseLatentTree
 from .calibration import choose_pool, pooled_log_posterior, tempered_log_posterior
 from .kernel import KernelLatentTree
-from .selection import TIE_TOL, VALIDATION_SHARE, paired_se
+from .selection import TIE_TOL, VALIDATION_SHARE, best_key, paired_se
 from .sklearn_internals import (
     HasMethods,
     Interval,
@@ -353,9 +353,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.model_ = self._resolve_model(base)
         if self.model_ == "select":
             self.model_scores_ = self._model_scores(X, y, y_idx, sample_weight)
-            low = min(self.model_scores_.values())
-            # ties within TIE_TOL: the first of the order the scores are listed in
-            self.model_ = next(m for m, v in self.model_scores_.items() if v <= low + TIE_TOL)
+            # the lowest log-loss; ties within TIE_TOL: the first of the order listed
+            listed = list(self.model_scores_)
+            negated = {m: -v for m, v in self.model_scores_.items()}
+            self.model_ = best_key(negated, order=listed.index)
         self.class_prior_ = self._class_prior(y_idx, sample_weight)
         if self.model_ != "per_class":
             self.joint_estimator_ = self._fit_joint(base, X, y_idx, sample_weight)
@@ -791,9 +792,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             best = (scores[k], loss)
         self.n_hidden_states_scores_ = scores
         # the best out-of-fold log-loss (ties within TIE_TOL: the simpler candidate)
-        means = [mean(loss) for loss in losses]
-        low = min(means)
-        chosen = next(i for i, m in enumerate(means) if m <= low + TIE_TOL)
+        chosen = best_key({i: -mean(loss) for i, loss in enumerate(losses)}, order=lambda i: i)
         return candidates[chosen], losses[chosen], models[chosen], scored[chosen]
 
     def _chosen_structures(self, base, shared, fitted):
