@@ -233,7 +233,8 @@ def _brute_force_table(raw, n_states, columns):
 
 @pytest.mark.parametrize("Est", [SpectralLatentTree, HierarchicalTensorLTM])
 @pytest.mark.parametrize("newick", [WRITINGS[0][0], WRITINGS[1][0], WRITINGS[2][1]])
-def test_representation_marginals_on_paths_equal_a_full_pass(lettered, Est, newick):
+def test_representation_marginals_on_paths_equal_a_full_pass(lettered, Est, newick, monkeypatch):
+    from ltm_sklearn._algorithms import spectral as spectral_module
     from ltm_sklearn._algorithms.spectral import RepresentationMoments
 
     est = Est(tree=newick, max_iter=0).fit(lettered)
@@ -250,13 +251,25 @@ def test_representation_marginals_on_paths_equal_a_full_pass(lettered, Est, newi
     for j, single in enumerate(rep.singletons()):
         np.testing.assert_allclose(single, _brute_force_table(raw, n_states, (j,)), atol=1e-14)
     rng = np.random.default_rng(0)
-    for columns in [(0, 3, 7), (2, 5), (1, 4, 6)]:
-        projections = tuple(rng.normal(size=(2, n_states[j])) for j in columns)
-        (value,) = rep.projected([(columns, projections)])
-        dense = _brute_force_table(raw, n_states, columns)
+    requests = [
+        (columns, tuple(rng.normal(size=(2, n_states[j])) for j in columns))
+        for columns in [(0, 3, 7), (2, 5), (1, 4, 6), (3, 3, 0)]
+    ]
+    # requests evaluated together (one chunk) and one at a time (a chunk each) agree
+    together = rep.projected(requests)
+    monkeypatch.setattr(spectral_module, "_CHUNK_ELEMENTS", 1)
+    alone = RepresentationMoments(raw, n_states).projected(requests)
+    for (columns, projections), value, value_alone in zip(requests, together, alone):
+        if len(set(columns)) < len(columns):  # (j, j, i): P(x_j, x_i) on the diagonal
+            j, _, i = columns
+            pair = _brute_force_table(raw, n_states, (j, i))
+            dense = np.einsum("ab,ac->abc", np.eye(n_states[j]), pair)
+        else:
+            dense = _brute_force_table(raw, n_states, columns)
         for B in projections:  # contract the leading original mode, append the projected
             dense = np.tensordot(dense, B, axes=([0], [1]))
         np.testing.assert_allclose(value, dense, atol=1e-13)
+        np.testing.assert_allclose(value_alone, value, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("Est", [SpectralLatentTree, HierarchicalTensorLTM])

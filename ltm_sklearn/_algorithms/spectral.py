@@ -335,8 +335,9 @@ class _MarginalisedMessages:
     vector of max-abs 1 and the log of its scale. A value with evidence on a set ``S`` of
     columns is then the message of their lowest common ancestor ``A``, computed on the
     paths from ``S`` up to ``A`` only (every other child contributes its ``inside``),
-    contracted with ``outside[A]``: the cost is that of the paths, not of the tree, and
-    the memory that of a path times the rows of one request.
+    contracted with ``outside[A]``: the cost is that of the paths, not of the tree.
+    Requests are evaluated many at a time (:meth:`values`), each node of their paths
+    once for the rows of all of them.
     """
 
     def __init__(self, params):
@@ -403,66 +404,113 @@ class _MarginalisedMessages:
             nodes.add(int(self.parent[deepest]))
         return nodes.pop()
 
-    def values(self, block):
-        """Sign and ``log |P_hat|`` of the rows of one request: ``block`` is a list of
-        ``(column, evidence)`` (other columns marginalised), the evidence of a column
-        either ``(n_rows, n_states)`` vectors or ``(n_rows,)`` category codes (one-hot
-        vectors, not formed)."""
+    def values(self, blocks):
+        """Sign and ``log |P_hat|`` of the rows of each request of ``blocks``: a request
+        is a list of ``(column, evidence)`` (other columns marginalised), the evidence of
+        a column either ``(n_rows, n_states)`` vectors or ``(n_rows,)`` category codes
+        (one-hot vectors, not formed). Returns one ``(sign, logabs)`` per request.
+
+        The requests are evaluated together, in chunks of rows: every node on the path
+        from a request's columns up to their lowest common ancestor is computed once for
+        the rows of the whole chunk, the rows of a request without evidence below it
+        carrying the marginalised message (so a value is read at its ancestor whatever
+        the other requests). A call per node and chunk rather than per node and request:
+        the requests of a decomposition are many and small (a few to a few hundred
+        rows each).
+        """
+        widest = max((c.size for c in self.params.cores.values()), default=1)
+        budget = max(_CHUNK_ELEMENTS // widest, 1)
+        out, chunk, rows = [], [], 0
+        for block in blocks:
+            n = len(block[0][1])
+            if chunk and rows + n > budget:
+                out.extend(self._values_chunk(chunk))
+                chunk, rows = [], 0
+            chunk.append(block)
+            rows += n
+        if chunk:
+            out.extend(self._values_chunk(chunk))
+        return out
+
+    def _values_chunk(self, blocks):
         params = self.params
         nodes = params.nodes
         root = len(nodes) - 1
-        n = len(block[0][1])
-        evidence = {}
-        for j, vectors in block:
-            if j in evidence:  # the same column twice: the product of the evidence
-                evidence[j] = self._dense(j, evidence[j]) * self._dense(j, vectors)
-            else:
-                evidence[j] = vectors
-        leaves = [self.leaf_of[j] for j in evidence]
-        top = self._lowest_common_ancestor(leaves)
-        active = set()
-        for u in leaves:
-            while u not in active and u != -1:
-                active.add(u)
-                if u == top:
-                    break
-                u = int(self.parent[u])
+        sizes = [len(block[0][1]) for block in blocks]
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        n = int(bounds[-1])
+        evidence = {}  # column -> [(rows, vectors or codes)]
+        tops, active = [], set()
+        for b, block in enumerate(blocks):
+            own = {}
+            for j, vectors in block:
+                if j in own:  # the same column twice: the product of the evidence
+                    own[j] = self._dense(j, own[j]) * self._dense(j, vectors)
+                else:
+                    own[j] = vectors
+            rows = slice(int(bounds[b]), int(bounds[b + 1]))
+            for j, vectors in own.items():
+                evidence.setdefault(j, []).append((rows, vectors))
+            leaves = [self.leaf_of[j] for j in own]
+            top = self._lowest_common_ancestor(leaves)
+            tops.append(top)
+            for u in leaves:  # up to this request's top (other requests may go higher)
+                while True:
+                    active.add(u)
+                    if u == top:
+                        break
+                    u = int(self.parent[u])
+        # messages of every active node over all rows of the chunk, with their log scales
         msgs = {}
-        log_scale = np.zeros(n)
         for nid in sorted(active):  # children before parents
             node = nodes[nid]
             if not node.children:
                 table = params.leaf_tables[nid]
                 m = table.shape[0] - 2
-                vectors = evidence[node.host]
-                if vectors.ndim == 1:  # category codes: rows of the table
-                    msgs[nid] = table[:m][vectors].T
-                else:
-                    msgs[nid] = (vectors @ table[:m]).T
+                msg = np.empty((table.shape[1], n))
+                msg[:] = table[m][:, None]  # the rows without evidence: marginalised
+                for rows, vectors in evidence[node.host]:
+                    if vectors.ndim == 1:  # category codes: rows of the table
+                        msg[:, rows] = table[:m][vectors].T
+                    else:
+                        msg[:, rows] = (vectors @ table[:m]).T
+                msgs[nid] = (msg, np.zeros(n))
                 continue
-            kids = []
+            kids, log_scale = [], np.zeros(n)
             for c in node.children:
-                if c in msgs:
-                    kids.append(msgs.pop(c))
+                if c in active:
+                    msg, lg = msgs[c]
                 else:
                     vector, lg = self.inside[c]
-                    kids.append(np.broadcast_to(vector[:, None], (vector.size, n)))
-                    log_scale += lg
+                    msg = np.broadcast_to(vector[:, None], (vector.size, n))
+                kids.append(msg)
+                log_scale = log_scale + lg
             if nid == root:
-                value = _contract_all(params.cores[nid], kids)
-                break
+                msgs[nid] = (_contract_all(params.cores[nid], kids), log_scale)
+                continue
             msg = _internal_message(params.cores[nid], kids)
             scale = np.abs(msg).max(axis=0)
             scale[scale == 0] = 1.0
-            msgs[nid] = msg / scale
-            log_scale += np.log(scale)
-        else:
-            form, lg = self.outside[top]
-            value = form @ msgs[top]
-            log_scale += lg
-        with np.errstate(divide="ignore"):
-            logabs = np.log(np.abs(value)) + log_scale - params.log_normaliser
-        return np.sign(value), logabs
+            msg /= scale
+            msgs[nid] = (msg, log_scale + np.log(scale))
+        out = []
+        for b, top in enumerate(tops):
+            rows = slice(int(bounds[b]), int(bounds[b + 1]))
+            msg, log_scale = msgs[top]
+            value, log_scale = msg[..., rows], log_scale[rows]
+            if top != root:
+                form, lg = self.outside[top]
+                value = form @ value
+                log_scale = log_scale + lg
+            with np.errstate(divide="ignore"):
+                logabs = np.log(np.abs(value)) + log_scale - params.log_normaliser
+            out.append((np.sign(value), logabs))
+        return out
+
+
+#: elements of the largest temporary (an outer product of two children's messages) of a
+#: chunk of requests evaluated together by :meth:`_MarginalisedMessages.values`
+_CHUNK_ELEMENTS = 1 << 22
 
 
 def _internal_message(core, kids):
@@ -514,14 +562,10 @@ class RepresentationMoments:
     def _evaluate(self, blocks):
         """``blocks``: an iterable of ``[(column, evidence), ...]`` sharing their rows
         (evidence: vectors or category codes, see :meth:`_MarginalisedMessages.values`);
-        returns one value array per block, evaluated one block at a time."""
+        returns one value array per block (evaluated together, in chunks of rows)."""
         if self._messages is None:
             self._messages = _MarginalisedMessages(self.params)
-        out = []
-        for block in blocks:
-            sign, logabs = self._messages.values(block)
-            out.append(sign * np.exp(logabs))
-        return out
+        return [sign * np.exp(logabs) for sign, logabs in self._messages.values(list(blocks))]
 
     def singletons(self):
         return self._evaluate([(j, np.arange(int(n)))] for j, n in enumerate(self.n_states))
