@@ -7,6 +7,8 @@ import pytest
 from ltm_sklearn import LatentTree, LatentTreeEM
 from ltm_sklearn._algorithms.em import fit_em
 from ltm_sklearn._algorithms.tensor import (
+    _power_method_stacked,
+    _power_starts,
     expand_states,
     tensor_cpts,
     tensor_power_method,
@@ -44,6 +46,28 @@ def test_power_method_recovers_orthogonal_components(k, seed):
     est_lam, est_V = tensor_power_method(T, random_state=seed)
     np.testing.assert_allclose(np.sort(est_lam)[::-1], lam, atol=1e-8)
     np.testing.assert_allclose(match(V, est_V), V, atol=1e-8)
+
+
+def test_stacked_power_methods_equal_one_after_another():
+    """The decompositions of a model's nodes run side by side: each tensor of the stack
+    gets the eigenpairs that its own call would, with the starts drawn in the same
+    order (beside an orthogonally decomposable tensor, a noisy one that is not)."""
+    T1 = orthogonal_tensor(3, 0)[0]
+    T2 = orthogonal_tensor(3, 1)[0] + 0.3 * np.random.RandomState(2).randn(3, 3, 3)
+    T2 = (
+        sum(
+            np.transpose(T2, p)
+            for p in [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
+        )
+        / 6
+    )
+    rng = np.random.RandomState(5)
+    alone = [tensor_power_method(T, random_state=rng) for T in (T1, T2)]
+    starts = _power_starts(np.random.RandomState(5), 2, 3, 3, 10)
+    lams, vecs = _power_method_stacked(np.stack([T1, T2]), starts, 100, 1e-12)
+    for i, (lam, V) in enumerate(alone):
+        np.testing.assert_allclose(lams[i], lam, rtol=1e-10)
+        np.testing.assert_allclose(vecs[i], V, atol=1e-10)
 
 
 def test_power_method_agrees_with_tensorly():

@@ -30,6 +30,9 @@ __all__ = [
 ]
 
 _EPS = 1e-9  # floor of clipped (non-positive) estimates
+#: restarts, iterations and step tolerance of the tensor power method (the defaults of
+#: :func:`tensor_power_method`) in the decompositions of :func:`tensor_cpts`
+_RESTARTS, _POWER_ITERATIONS, _POWER_TOL = 10, 100, 1e-12
 
 
 def whiten(M2, n_components):
@@ -56,13 +59,6 @@ def whiten(M2, n_components):
             "views cannot separate that many hidden states."
         )
     return vecs / np.sqrt(vals)
-
-
-def _apply(T, theta):
-    """``T(I, theta, theta)``, for each column of ``theta`` when it is a matrix."""
-    if theta.ndim == 1:
-        return np.einsum("ijk,j,k->i", T, theta, theta)
-    return np.einsum("ijk,jr,kr->ir", T, theta, theta)
 
 
 def tensor_power_method(
@@ -104,53 +100,82 @@ def tensor_power_method(
     k = T.shape[0]
     n_components = k if n_components is None else int(n_components)
     rng = check_random_state(random_state)
-    lams, vecs = [], []
-    for _ in range(n_components):
-        # the restarts iterate side by side, as the columns of one matrix
-        starts = rng.randn(max(int(n_restarts), 1), k).T
-        norms = np.linalg.norm(starts, axis=0)
-        starts = np.divide(starts, norms, out=starts, where=norms > 0)
-        thetas = _iterate(T, starts, n_iter, tol)
-        vals = np.einsum("ir,ir->r", thetas, _apply(T, thetas))
-        theta = _iterate(T, thetas[:, np.argmax(vals)], n_iter, tol)
-        lam = float(np.einsum("ijk,i,j,k->", T, theta, theta, theta))
-        lams.append(lam)
-        vecs.append(theta)
-        T = T - lam * np.einsum("i,j,k->ijk", theta, theta, theta)
-    return np.asarray(lams), np.column_stack(vecs)
+    starts = _power_starts(rng, 1, n_components, k, n_restarts)
+    lams, vecs = _power_method_stacked(T[None], starts, n_iter, tol)
+    return lams[0], vecs[0]
+
+
+def _power_starts(rng, n_tensors, n_components, k, n_restarts):
+    """The random starts of :func:`_power_method_stacked` for ``n_tensors`` tensors,
+    ``(n_tensors, n_components, k, n_restarts)`` unit columns, drawn tensor after tensor
+    and component after component (as many calls of :func:`tensor_power_method` one
+    after another would draw them)."""
+    n_restarts = max(int(n_restarts), 1)
+    starts = np.empty((n_tensors, n_components, k, n_restarts))
+    for i in range(n_tensors):
+        for c in range(n_components):
+            starts[i, c] = rng.randn(n_restarts, k).T
+    norms = np.linalg.norm(starts, axis=2, keepdims=True)
+    return np.divide(starts, norms, out=starts, where=norms > 0)
+
+
+def _power_method_stacked(T, starts, n_iter, tol):
+    """:func:`tensor_power_method` of each tensor of a stack ``(N, k, k, k)`` from the
+    starts ``(N, n_components, k, n_restarts)`` (:func:`_power_starts`), all tensors
+    iterated side by side: a step costs a few NumPy calls whatever the number of
+    tensors and restarts (the decompositions of a model's hidden nodes are many and
+    small: one at a time, the steps' calls took half of a moment start on 90 rows).
+
+    Returns
+    -------
+    eigenvalues : ndarray of shape (N, n_components)
+    eigenvectors : ndarray of shape (N, k, n_components)
+    """
+    T = np.array(T, dtype=float)
+    n, n_components = starts.shape[:2]
+    lams = np.empty((n, n_components))
+    vecs = np.empty((n, T.shape[1], n_components))
+    rows = np.arange(n)
+    for c in range(n_components):
+        thetas = _iterate(T, starts[:, c], n_iter, tol)
+        values = np.einsum("nir,nir->nr", thetas, _apply(T, thetas))
+        best = thetas[rows, :, np.argmax(values, axis=1)]
+        theta = _iterate(T, best[:, :, None], n_iter, tol)[:, :, 0]
+        lam = np.einsum("ni,ni->n", theta, _apply(T, theta[:, :, None])[:, :, 0])
+        lams[:, c], vecs[:, :, c] = lam, theta
+        T = T - lam[:, None, None, None] * np.einsum("ni,nj,nk->nijk", theta, theta, theta)
+    return lams, vecs
+
+
+def _apply(T, theta):
+    """``T(I, theta, theta)`` for each column of each ``(k, R)`` matrix of ``theta``
+    ``(N, k, R)``, with ``T`` a stack ``(N, k, k, k)``: one batched product of the
+    unfolded tensors with the columns' outer products."""
+    n, k, r = theta.shape
+    outer = (theta[:, :, None, :] * theta[:, None, :, :]).reshape(n, k * k, r)
+    return T.reshape(n, k, k * k) @ outer
 
 
 def _iterate(T, theta, n_iter, tol):
-    """Power iterations ``theta <- T(I, theta, theta) / ||.||`` of a unit vector, or of
-    each column of a matrix of them: a column stops at its first step that moves it by
-    less than ``tol``, or before a step that maps it to zero. ``T(I, theta, theta)`` of
-    every column is one product of the unfolded tensor with the columns' outer products
-    (a restart costs a few NumPy calls a step, whatever the number of restarts)."""
-    single = theta.ndim == 1
-    theta = theta[:, None] if single else theta.copy()
-    k = theta.shape[0]
-    unfolded = T.reshape(k, k * k)
-    index = np.arange(theta.shape[1])  # the columns still moving
+    """Power iterations ``theta <- T(I, theta, theta) / ||.||`` of every unit column of
+    ``theta`` ``(N, k, R)`` under its tensor of the stack ``T`` ``(N, k, k, k)``: a
+    column stops at its first step that moves it by less than ``tol``, or before a step
+    that maps it to zero. ``T(I, theta, theta)`` of every column is one batched product
+    of the unfolded tensors with the columns' outer products."""
+    theta = theta.copy()
+    moving = np.ones((theta.shape[0], theta.shape[2]), dtype=bool)
     for _ in range(n_iter):
-        current = theta[:, index]
-        new = unfolded @ (current[:, None, :] * current[None, :, :]).reshape(k * k, -1)
-        norm = np.sqrt(np.einsum("ir,ir->r", new, new))
-        moving = norm > 0
-        if not moving.all():
-            new, norm, current, index = (
-                new[:, moving],
-                norm[moving],
-                current[:, moving],
-                index[moving],
-            )
-        new /= norm
-        step = new - current
-        done = np.einsum("ir,ir->r", step, step) < tol * tol
-        theta[:, index] = new
-        index = index[~done]
-        if not index.size:
+        new = _apply(T, theta)
+        norm = np.sqrt(np.einsum("nir,nir->nr", new, new))
+        moving &= norm > 0  # a step to zero: the column stays where it is
+        new /= np.where(norm > 0, norm, 1.0)[:, None, :]
+        step = new - theta
+        done = np.einsum("nir,nir->nr", step, step) < tol * tol
+        theta = np.where(moving[:, None, :], new, theta)
+        moving &= ~done
+        if not moving.any():
             break
-    return theta[:, 0] if single else theta
+    return theta
 
 
 def _pinv(M, k):
@@ -189,17 +214,29 @@ def three_view_decomposition(P12, P13, P23, triple, n_components, random_state=N
         Columns ``E[x_3 | h]``.
     """
     k = int(n_components)
+    W, projections = _three_view_projections(P12, P13, P23, k)
+    if callable(triple):
+        T = triple(*projections)
+    else:
+        B1, B2, B3 = projections
+        T = np.einsum("abc,ia,jb,kc->ijk", triple, B1, B2, B3)
+    lam, V = tensor_power_method(_symmetrise(T), k, random_state=random_state)
+    return _three_view_result(W, lam, V)
+
+
+def _three_view_projections(P12, P13, P23, k):
+    """The whitening ``W`` of :func:`three_view_decomposition` and the projections
+    ``(B1, B2, B3)`` of the three views that its triple moment is read through."""
     A1 = P23.T @ _pinv(P12, k)  # (n3, n1)
     A2 = P13.T @ _pinv(P12.T, k)  # (n3, n2)
     M2 = A1 @ P12 @ A2.T
     W = whiten(M2, k)
-    B1, B2, B3 = W.T @ A1, W.T @ A2, W.T
-    if callable(triple):
-        T = triple(B1, B2, B3)
-    else:
-        T = np.einsum("abc,ia,jb,kc->ijk", triple, B1, B2, B3)
-    T = _symmetrise(T)
-    lam, V = tensor_power_method(T, k, random_state=random_state)
+    return W, (W.T @ A1, W.T @ A2, W.T)
+
+
+def _three_view_result(W, lam, V):
+    """Mixing weights and conditional means from the eigenpairs ``lam, V`` of the
+    whitened triple (:func:`three_view_decomposition`)."""
     lam = np.where(np.abs(lam) > 1e-12, lam, 1e-12)
     means = np.linalg.pinv(W.T) @ V * lam
     weights = 1.0 / lam**2
@@ -289,42 +326,75 @@ def _split(M, view, n_states):
     return {y: _normalise_columns(M[bounds[i] : bounds[i + 1]]) for i, y in enumerate(view)}
 
 
-def _decompose(plan, pairs, moments, k, rng):
-    """Three-view decomposition (Anandkumar et al. (JMLR 2014)) at one node with as many components
-    as the
-    views support (at most ``k``): sets ``plan.weights`` and the views' conditionals."""
-    v1, v2, v3 = plan.views
-    P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
+def _decompose_all(plans, pairs, moments, k, rng):
+    """Three-view decomposition (Anandkumar et al. (JMLR 2014)) at every node of
+    ``plans`` (a dict node -> :class:`_NodePlan`) with as many components as its views
+    support (at most ``k``): sets each plan's ``weights`` and its views' conditionals,
+    and returns the nodes whose decomposition failed.
+
+    The nodes are decomposed together: their projected triples in one request to
+    ``moments``, their tensor power methods side by side (:func:`_power_method_stacked`,
+    with the random starts drawn node after node, as one decomposition after another
+    would draw them)."""
     n = moments.n_states
-
-    def triple(B1, B2, B3):
-        # the moment of the stacked one-hot views: a sum of projected triples of members
-        requests = []
+    failed, ready = set(), []
+    for g, plan in plans.items():
+        v1, v2, v3 = plan.views
+        P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
+        r = max(int(min(k, np.linalg.matrix_rank(P12), P13.shape[1])), 1)
+        while True:  # as many components as the second moment separates
+            try:
+                W, projections = _three_view_projections(P12, P13, P23, r)
+                break
+            except (ValueError, np.linalg.LinAlgError):
+                if r == 1:
+                    failed.add(g)
+                    break
+                r -= 1
+        if g not in failed:
+            ready.append((g, r, W, projections, (P13, P23)))
+    # the moment of the stacked one-hot views of a node: a sum of projected triples of
+    # its members
+    requests, spans = [], []
+    for g, _, _, projections, _ in ready:
+        views = plans[g].views
+        first = len(requests)
         for view_blocks in itertools.product(
-            *(_columns_of(B, v, n) for B, v in ((B1, v1), (B2, v2), (B3, v3)))
+            *(_columns_of(B, v, n) for B, v in zip(projections, views))
         ):
-            variables = tuple(y for y, _ in view_blocks)
-            requests.append((variables, tuple(b for _, b in view_blocks)))
-        return sum(moments.projected(requests))
-
-    r = int(min(k, np.linalg.matrix_rank(P12), P13.shape[1]))
-    r = max(r, 1)
-    while True:
+            requests.append((tuple(y for y, _ in view_blocks), tuple(b for _, b in view_blocks)))
+        spans.append((first, len(requests)))
+    triples = moments.projected(requests) if requests else []
+    tensors = [_symmetrise(sum(triples[a:b])) for a, b in spans]
+    starts = [_power_starts(rng, 1, r, r, _RESTARTS)[0] for _, r, *_ in ready]
+    eigen = [None] * len(ready)
+    for r in sorted({r for _, r, *_ in ready}):
+        group = [i for i, (_, ri, *_) in enumerate(ready) if ri == r]
+        lams, vecs = _power_method_stacked(
+            np.stack([tensors[i] for i in group]),
+            np.stack([starts[i] for i in group]),
+            _POWER_ITERATIONS,
+            _POWER_TOL,
+        )
+        for j, i in enumerate(group):
+            eigen[i] = lams[j], vecs[j]
+    for (g, r, W, _, (P13, P23)), (lam, V) in zip(ready, eigen):
+        plan = plans[g]
+        v1, v2, v3 = plan.views
         try:
-            w, C = three_view_decomposition(P12, P13, P23, triple, r, random_state=rng)
-            break
+            w, C = _three_view_result(W, lam, V)
+            w = np.maximum(w, _EPS)
+            plan.weights = w / w.sum()
+            G3 = _pinv(plan.weights[:, None] * np.vstack(list(_split(C, v3, n).values())).T, r)
         except (ValueError, np.linalg.LinAlgError):
-            if r == 1:
-                raise
-            r -= 1
-    w = np.maximum(w, _EPS)
-    plan.weights = w / w.sum()
-    G3 = _pinv(plan.weights[:, None] * np.vstack(list(_split(C, v3, n).values())).T, r)
-    plan.conditionals = {
-        **_split(C, v3, n),
-        **_split(P13 @ G3, v1, n),
-        **_split(P23 @ G3, v2, n),
-    }
+            failed.add(g)
+            continue
+        plan.conditionals = {
+            **_split(C, v3, n),
+            **_split(P13 @ G3, v1, n),
+            **_split(P23 @ G3, v2, n),
+        }
+    return failed
 
 
 def _constant_hidden_cpts(tree, moments):
@@ -471,12 +541,7 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4, 
             for v in plans[g].view_for(y):
                 wanted.add((min(y, v), max(y, v)))
     pairs = moments.pairs(sorted(wanted)) if wanted else {}
-    failed = set()
-    for g, plan in plans.items():
-        try:
-            _decompose(plan, pairs, moments, k, rng)
-        except (ValueError, np.linalg.LinAlgError):
-            failed.add(g)
+    failed = _decompose_all(plans, pairs, moments, k, rng)
 
     def weights(h):
         return plans[proxy[h]].weights if proxy.get(h) not in (None, *failed) else None
