@@ -229,10 +229,46 @@ def run_row(row):
     raise ValueError(f"unknown row {row!r}; one of {ROWS}")
 
 
+def run_starts():
+    """Seconds of the moment starts alone (``max_iter=0``: the estimator's own recovery,
+    and ``LatentTreeEM``'s three-view tensor decompositions of the empirical moments) on
+    the demo's digits, on 1,006 training rows and on one class's rows (the classifier's
+    class models), on the neighbour-joining and hidden Chow-Liu trees of the 1,006 rows:
+    the best of five fits, one thread."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    from ltm_sklearn import LatentTreeEM, SpectralLatentTree
+
+    digits = load_digits()
+    X = np.digitize(digits.data, [1, 9])
+    # the split of _digits (the same shuffle: it depends on the rows and classes only)
+    X_train, _, y_train, _ = train_test_split(
+        X, digits.target, test_size=0.3, stratify=digits.target, random_state=0
+    )
+    one_class = X_train[y_train == 3]
+    out = {}
+    for structure in ("nj", "hclt"):
+        tree = (
+            SpectralLatentTree(2, structure=structure, random_state=0, max_iter=0, n_jobs=1)
+            .fit(X_train[:1006])
+            .tree_
+        )
+        for rows, A in (("1,006 rows", X_train[:1006]), (f"{len(one_class)} rows", one_class)):
+            for k in (2, 3):
+                for Est in (SpectralLatentTree, LatentTreeEM):
+                    times = []
+                    for _ in range(5):
+                        est = Est(k, tree=tree, random_state=0, max_iter=0, n_jobs=1)
+                        times.append(_timed(est.fit, A)[1])
+                    out[f"{rows} | {structure} | {k} | {Est.__name__}"] = min(times)
+    return out
+
+
 def report():
     parts = {}
     for path in sorted(PARTS.glob("*.json")):
-        if path.stem.startswith("vs-"):
+        if path.stem.startswith(("vs-", "starts")):
             continue
         label, row = path.stem.split("-", 1)
         parts[(label, row)] = json.loads(path.read_text())
@@ -339,6 +375,34 @@ def report():
                 ),
             ]
         )
+    starts = PARTS / "starts.json"
+    if starts.exists():
+        now = json.loads(starts.read_text())
+        before_path = PARTS / "starts.before.json"
+        before = json.loads(before_path.read_text()) if before_path.exists() else {}
+        commit = before.pop("commit", "?")
+        text += "\n\n" + "\n".join(
+            [
+                "## The moment starts",
+                "",
+                "Seconds of a fit with `max_iter=0` (the start alone: the estimator's own "
+                "recovery, or `LatentTreeEM`'s tensor decompositions of the empirical "
+                "moments) on the digits, best of five, one thread (`--starts`); 'before' is "
+                f"commit {commit}, run in the same session.",
+                "",
+                markdown_table(
+                    ["rows", "tree", "k'", "estimator", "before s", "now s"],
+                    [
+                        [
+                            *key.split(" | "),
+                            f"{before[key]:.3f}" if key in before else "",
+                            f"{v:.3f}",
+                        ]
+                        for key, v in now.items()
+                    ],
+                ),
+            ]
+        )
     vs, before_commits = [], set()
     for row in VS_ROWS:
         path = PARTS / f"vs-{row}.json"
@@ -407,11 +471,17 @@ def main():
     parser.add_argument("--rows", nargs="*", default=["digits", "gmm-digits", "truth-k3"])
     parser.add_argument("--report", action="store_true")
     parser.add_argument("--vs", nargs="*", help=f"rows against baselines, of {VS_ROWS}")
+    parser.add_argument("--starts", action="store_true", help="the moment starts alone")
     args = parser.parse_args()
     if args.report:
         report()
         return
     PARTS.mkdir(parents=True, exist_ok=True)
+    if args.starts:
+        out = run_starts()
+        (PARTS / "starts.json").write_text(json.dumps(out, indent=1))
+        print(markdown_table(["start", "seconds"], [[k, f"{v:.3f}"] for k, v in out.items()]))
+        return
     if args.vs is not None:
         for row in args.vs or VS_ROWS:
             out = run_vs(row)
