@@ -419,7 +419,7 @@ class _MarginalisedMessages:
         rows each).
         """
         widest = max((c.size for c in self.params.cores.values()), default=1)
-        budget = max(_CHUNK_ELEMENTS // widest, 1)
+        budget = max(min(_CHUNK_ELEMENTS // widest, _CHUNK_ROWS), 1)
         out, chunk, rows = [], [], 0
         for block in blocks:
             n = len(block[0][1])
@@ -460,7 +460,26 @@ class _MarginalisedMessages:
                     if u == top:
                         break
                     u = int(self.parent[u])
-        # messages of every active node over all rows of the chunk, with their log scales
+        ending = {}  # node -> the requests whose top it is
+        for b, top in enumerate(tops):
+            ending.setdefault(top, []).append(b)
+        out = [None] * len(blocks)
+
+        def read(nid, msg, log_scale):
+            """The values of the requests whose top is ``nid``, from its message."""
+            for b in ending.get(nid, ()):
+                rows = slice(int(bounds[b]), int(bounds[b + 1]))
+                value, scale = msg[..., rows], log_scale[rows]
+                if nid != root:
+                    form, lg = self.outside[nid]
+                    value = form @ value
+                    scale = scale + lg
+                with np.errstate(divide="ignore"):
+                    logabs = np.log(np.abs(value)) + scale - params.log_normaliser
+                out[b] = (np.sign(value), logabs)
+
+        # the message of every active node over all rows of the chunk, with its log scale,
+        # kept until its parent has read it
         msgs = {}
         for nid in sorted(active):  # children before parents
             node = nodes[nid]
@@ -475,42 +494,37 @@ class _MarginalisedMessages:
                     else:
                         msg[:, rows] = (vectors @ table[:m]).T
                 msgs[nid] = (msg, np.zeros(n))
+                read(nid, *msgs[nid])
                 continue
             kids, log_scale = [], np.zeros(n)
             for c in node.children:
                 if c in active:
-                    msg, lg = msgs[c]
+                    msg, lg = msgs.pop(c)
                 else:
                     vector, lg = self.inside[c]
                     msg = np.broadcast_to(vector[:, None], (vector.size, n))
                 kids.append(msg)
                 log_scale = log_scale + lg
             if nid == root:
-                msgs[nid] = (_contract_all(params.cores[nid], kids), log_scale)
+                read(nid, _contract_all(params.cores[nid], kids), log_scale)
                 continue
             msg = _internal_message(params.cores[nid], kids)
             scale = np.abs(msg).max(axis=0)
             scale[scale == 0] = 1.0
             msg /= scale
             msgs[nid] = (msg, log_scale + np.log(scale))
-        out = []
-        for b, top in enumerate(tops):
-            rows = slice(int(bounds[b]), int(bounds[b + 1]))
-            msg, log_scale = msgs[top]
-            value, log_scale = msg[..., rows], log_scale[rows]
-            if top != root:
-                form, lg = self.outside[top]
-                value = form @ value
-                log_scale = log_scale + lg
-            with np.errstate(divide="ignore"):
-                logabs = np.log(np.abs(value)) + log_scale - params.log_normaliser
-            out.append((np.sign(value), logabs))
+            read(nid, *msgs[nid])
         return out
 
 
-#: elements of the largest temporary (an outer product of two children's messages) of a
-#: chunk of requests evaluated together by :meth:`_MarginalisedMessages.values`
-_CHUNK_ELEMENTS = 1 << 22
+#: a chunk of requests evaluated together by :meth:`_MarginalisedMessages.values`: at most
+#: this many elements in its largest temporary (an outer product of two children's
+#: messages) and this many rows. Every node on a path of the chunk computes all its rows,
+#: so large requests go (nearly) one at a time: on 40 columns of 30 categories (pair
+#: requests of 900 rows) the moment start took 0.48 s with chunks of up to 131,072 rows,
+#: 0.35 s one request at a time and 0.26 s with chunks of 1,024 rows
+_CHUNK_ELEMENTS = 1 << 20
+_CHUNK_ROWS = 1024
 
 
 def _internal_message(core, kids):
