@@ -388,7 +388,8 @@ def report():
                 "Seconds of a fit with `max_iter=0` (the start alone: the estimator's own "
                 "recovery, or `LatentTreeEM`'s tensor decompositions of the empirical "
                 "moments) on the digits, best of five, one thread (`--starts`); 'before' is "
-                f"commit {commit}, run in the same session.",
+                f"commit {commit}, run in the same session (the lowest of three runs of each, "
+                "interleaved: the machine's speed drifts by 30% within minutes).",
                 "",
                 markdown_table(
                     ["rows", "tree", "k'", "estimator", "before s", "now s"],
