@@ -141,7 +141,7 @@ def _power_method_stacked(T, starts, n_iter, tol):
         values = np.einsum("nir,nir->nr", thetas, _apply(T, thetas))
         best = thetas[rows, :, np.argmax(values, axis=1)]
         theta = _iterate(T, best[:, :, None], n_iter, tol)[:, :, 0]
-        lam = np.einsum("ni,ni->n", theta, _apply(T, theta[:, :, None])[:, :, 0])
+        lam = np.einsum("nijk,ni,nj,nk->n", T, theta, theta, theta)
         lams[:, c], vecs[:, :, c] = lam, theta
         T = T - lam[:, None, None, None] * np.einsum("ni,nj,nk->nijk", theta, theta, theta)
     return lams, vecs
@@ -149,8 +149,14 @@ def _power_method_stacked(T, starts, n_iter, tol):
 
 def _apply(T, theta):
     """``T(I, theta, theta)`` for each column of each ``(k, R)`` matrix of ``theta``
-    ``(N, k, R)``, with ``T`` a stack ``(N, k, k, k)``: one batched product of the
-    unfolded tensors with the columns' outer products."""
+    ``(N, k, R)``, with ``T`` a stack ``(N, k, k, k)``."""
+    return np.einsum("nijk,njr,nkr->nir", T, theta, theta)
+
+
+def _step(T, theta):
+    """``T(I, theta, theta)`` as :func:`_apply`, by one batched product of the unfolded
+    tensors with the columns' outer products (the power iterations' form: a step of
+    every restart of every tensor in one call)."""
     n, k, r = theta.shape
     outer = (theta[:, :, None, :] * theta[:, None, :, :]).reshape(n, k * k, r)
     return T.reshape(n, k, k * k) @ outer
@@ -165,7 +171,7 @@ def _iterate(T, theta, n_iter, tol):
     theta = theta.copy()
     moving = np.ones((theta.shape[0], theta.shape[2]), dtype=bool)
     for _ in range(n_iter):
-        new = _apply(T, theta)
+        new = _step(T, theta)
         norm = np.sqrt(np.einsum("nir,nir->nr", new, new))
         moving &= norm > 0  # a step to zero: the column stays where it is
         new /= np.where(norm > 0, norm, 1.0)[:, None, :]

@@ -368,40 +368,27 @@ def _gram_sums(codes, w, n_states, columns, block=4096):
 
 
 def _projected_sums(codes, w, n_states, requests):
-    """Weighted sums ``sum_r w_r prod_m B_m e_{x_{v_m}}`` of the requests on these rows
-    and the total weight of their rows (those observed on every variable of the
-    request). Small tables are counted, then contracted with the projections in one
-    batched product per shape of request (a decomposition asks for dozens per node, and
-    three products per request took most of a moment start on a hundred rows)."""
-    out = [None] * len(requests)
-    dense = {}  # (sizes, ranks) -> [(request, count table, projections, total weight)]
-    for i, (variables, projections) in enumerate(requests):
+    out = []
+    for variables, projections in requests:
         obs = np.ones(codes.shape[1], dtype=bool)
         for v in variables:
             obs &= codes[v] >= 0
         ww = w if obs.all() else w[obs]
         cols = [codes[v] if obs.all() else codes[v][obs] for v in variables]
-        sizes = tuple(int(n_states[v]) for v in variables)
+        sizes = [int(n_states[v]) for v in variables]
         if math.prod(sizes) <= _DENSE_TABLE_LIMIT:
             key = np.zeros(len(ww), dtype=np.int64)
             for c, s in zip(cols, sizes):
                 key = key * s + c
             table = np.bincount(key, weights=ww, minlength=math.prod(sizes)).reshape(sizes)
-            shape = (sizes, tuple(B.shape[0] for B in projections))
-            dense.setdefault(shape, []).append((i, table, projections, float(ww.sum())))
+            for B in projections:
+                # contract the leading (original) mode, append the projected one at the end
+                table = np.tensordot(table, B, axes=([0], [1]))
         else:
             feats = [B.T[c] for B, c in zip(projections, cols)]  # (n_rows, r_m) each
             table = feats[0] * ww[:, None]
             for f in feats[1:]:
                 table = (table[:, :, None] * f[:, None, :]).reshape(len(ww), -1)
             table = table.sum(axis=0).reshape([B.shape[0] for B in projections])
-            out[i] = (table, float(ww.sum()))
-    for (sizes, _), group in dense.items():
-        tables = np.stack([table for _, table, _, _ in group])
-        for m in range(len(sizes)):
-            B = np.stack([projections[m] for _, _, projections, _ in group])
-            # contract the leading (original) mode, append the projected one at the end
-            tables = np.einsum("ma...,mra->m...r", tables, B)
-        for (i, _, _, total), table in zip(group, tables):
-            out[i] = (table, total)
+        out.append((table, float(ww.sum())))
     return out
