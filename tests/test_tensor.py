@@ -129,6 +129,33 @@ def test_tensor_cpts_reproduce_the_joint_from_exact_moments(tree):
     np.testing.assert_allclose(p, w, rtol=1e-6, atol=1e-12)
 
 
+def test_a_node_whose_decomposition_fails_is_decomposed_alone_with_fewer_states(monkeypatch):
+    """The nodes are decomposed together; one whose result fails at k' components is
+    decomposed again on its own with fewer, the others keep theirs: a valid model whose
+    tables are normalised."""
+    from ltm_sklearn._algorithms import tensor as tensor_module
+
+    model = LatentTreeModel.random(balanced_binary_tree(8), 3, 3, random_state=0)
+    X, moments, w = exact_moments(model)
+    real = tensor_module._three_view_result
+    calls = []
+
+    def fails_first(W, lam, V):
+        calls.append(len(lam))
+        if len(calls) == 1:
+            raise np.linalg.LinAlgError("the first node's result fails")
+        return real(W, lam, V)
+
+    monkeypatch.setattr(tensor_module, "_three_view_result", fails_first)
+    root, cpts = tensor_cpts(model.tree, moments, 3, random_state=0)
+    assert calls[0] == 3 and 2 in calls[1:]  # the failed node again with 2 components
+    ev = CodeEvidence(X.T, model.n_states[: model.n_features])
+    p = np.exp(log_likelihood(model.tree, root, cpts, ev))
+    assert abs(p.sum() - 1.0) < 1e-9  # normalised, over every row of the table
+    states = sorted({t.shape[1] for u, t in cpts.items() if u >= model.n_features})
+    assert states == [2, 3]  # the failed node with 2 states, the others with 3
+
+
 @pytest.mark.parametrize(
     "tree",
     [

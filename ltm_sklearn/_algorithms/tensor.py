@@ -359,16 +359,10 @@ def _decompose_all(plans, pairs, moments, k, rng):
                 r -= 1
         if g not in failed:
             ready.append((g, r, W, projections, (P13, P23)))
-    # the moment of the stacked one-hot views of a node: a sum of projected triples of
-    # its members
     requests, spans = [], []
     for g, _, _, projections, _ in ready:
-        views = plans[g].views
         first = len(requests)
-        for view_blocks in itertools.product(
-            *(_columns_of(B, v, n) for B, v in zip(projections, views))
-        ):
-            requests.append((tuple(y for y, _ in view_blocks), tuple(b for _, b in view_blocks)))
+        requests += _triple_requests(projections, plans[g].views, n)
         spans.append((first, len(requests)))
     triples = moments.projected(requests) if requests else []
     tensors = [_symmetrise(sum(triples[a:b])) for a, b in spans]
@@ -386,21 +380,55 @@ def _decompose_all(plans, pairs, moments, k, rng):
             eigen[i] = lams[j], vecs[j]
     for (g, r, W, _, (P13, P23)), (lam, V) in zip(ready, eigen):
         plan = plans[g]
-        v1, v2, v3 = plan.views
         try:
-            w, C = _three_view_result(W, lam, V)
-            w = np.maximum(w, _EPS)
-            plan.weights = w / w.sum()
-            G3 = _pinv(plan.weights[:, None] * np.vstack(list(_split(C, v3, n).values())).T, r)
-        except (ValueError, np.linalg.LinAlgError):
-            failed.add(g)
+            _set_conditionals(plan, *_three_view_result(W, lam, V), r, P13, P23, n)
             continue
-        plan.conditionals = {
-            **_split(C, v3, n),
-            **_split(P13 @ G3, v1, n),
-            **_split(P23 @ G3, v2, n),
-        }
+        except (ValueError, np.linalg.LinAlgError):
+            pass
+        # (rare) as a decomposition of this node alone would: with fewer components
+        v1, v2, v3 = plan.views
+        P12 = _block(pairs, v1, v2)
+
+        def triple(*projections, views=plan.views):
+            return sum(moments.projected(_triple_requests(projections, views, n)))
+
+        for fewer in range(r - 1, 0, -1):
+            try:
+                w, C = three_view_decomposition(P12, P13, P23, triple, fewer, random_state=rng)
+                _set_conditionals(plan, w, C, fewer, P13, P23, n)
+                break
+            except (ValueError, np.linalg.LinAlgError):
+                continue
+        else:
+            failed.add(g)
     return failed
+
+
+def _triple_requests(projections, views, n_states):
+    """The projected-moment requests whose sum is the triple moment of three stacked
+    one-hot views read through ``projections`` (one per view): a projected triple of
+    every choice of a member from each view."""
+    parts = (_columns_of(B, v, n_states) for B, v in zip(projections, views))
+    return [
+        (tuple(y for y, _ in blocks), tuple(b for _, b in blocks))
+        for blocks in itertools.product(*parts)
+    ]
+
+
+def _set_conditionals(plan, w, C, r, P13, P23, n_states):
+    """``plan.weights`` and the conditionals of its views' members from a decomposition
+    ``w, C`` (:func:`three_view_decomposition`) with ``r`` components."""
+    v1, v2, v3 = plan.views
+    w = np.maximum(w, _EPS)
+    weights = w / w.sum()
+    third = _split(C, v3, n_states)
+    G3 = _pinv(weights[:, None] * np.vstack(list(third.values())).T, r)
+    plan.weights = weights
+    plan.conditionals = {
+        **third,
+        **_split(P13 @ G3, v1, n_states),
+        **_split(P23 @ G3, v2, n_states),
+    }
 
 
 def _constant_hidden_cpts(tree, moments):
