@@ -336,8 +336,9 @@ class _MarginalisedMessages:
     columns is then the message of their lowest common ancestor ``A``, computed on the
     paths from ``S`` up to ``A`` only (every other child contributes its ``inside``),
     contracted with ``outside[A]``: the cost is that of the paths, not of the tree.
-    Requests are evaluated many at a time (:meth:`values`), each node of their paths
-    once for the rows of all of them.
+    Requests are evaluated many at a time (:meth:`values`): each node on the paths of a
+    chunk of requests once for all the chunk's rows, so a chunk costs the union of its
+    paths times its rows.
     """
 
     def __init__(self, params):
@@ -517,9 +518,11 @@ class _MarginalisedMessages:
         return out
 
 
-#: a chunk of requests evaluated together by :meth:`_MarginalisedMessages.values`: at most
-#: this many elements in its largest temporary (an outer product of two children's
-#: messages) and this many rows. Every node on a path of the chunk computes all its rows,
+#: a chunk of requests evaluated together by :meth:`_MarginalisedMessages.values`: its
+#: rows times the largest core's entries (a bound on the outer products of two children's
+#: messages) at most ``_CHUNK_ELEMENTS``, and at most ``_CHUNK_ROWS`` rows, unless one
+#: request alone has more (it is then a chunk of its own). Every node on a path of the
+#: chunk computes all its rows,
 #: so large requests go (nearly) one at a time: on 40 columns of 30 categories (pair
 #: requests of 900 rows) the moment start took 0.48 s with chunks of up to 131,072 rows,
 #: 0.35 s one request at a time and 0.26 s with chunks of 1,024 rows
@@ -557,9 +560,10 @@ class RepresentationMoments:
     an estimator's own estimate instead of the empirical moments. Values can be negative
     (the raw estimate is not constrained to the simplex). A pair table is ``n_i n_j``
     rows of one-hot evidence, a projected moment ``prod_m r_m`` rows whose evidence
-    vectors are the rows of the projections; each request is evaluated on its own, on
-    the paths of the tree between its columns (:class:`_MarginalisedMessages`), so time
-    and memory grow with the requests, not with the columns times the requests.
+    vectors are the rows of the projections; each request is evaluated on the paths of
+    the tree between its columns, many requests together in chunks of rows
+    (:class:`_MarginalisedMessages`), so time and memory grow with the requests, not
+    with the columns times the requests.
 
     Parameters
     ----------

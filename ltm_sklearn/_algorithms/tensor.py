@@ -31,7 +31,7 @@ __all__ = [
 
 _EPS = 1e-9  # floor of clipped (non-positive) estimates
 #: restarts, iterations and step tolerance of the tensor power method (the defaults of
-#: :func:`tensor_power_method`) in the decompositions of :func:`tensor_cpts`
+#: :func:`tensor_power_method`, and the decompositions of :func:`tensor_cpts`)
 _RESTARTS, _POWER_ITERATIONS, _POWER_TOL = 10, 100, 1e-12
 
 
@@ -62,7 +62,13 @@ def whiten(M2, n_components):
 
 
 def tensor_power_method(
-    T, n_components=None, *, n_restarts=10, n_iter=100, tol=1e-12, random_state=None
+    T,
+    n_components=None,
+    *,
+    n_restarts=_RESTARTS,
+    n_iter=_POWER_ITERATIONS,
+    tol=_POWER_TOL,
+    random_state=None,
 ):
     """Robust tensor power method with restarts and deflation (Anandkumar et al. (JMLR 2014) section
     2.3).
@@ -123,8 +129,7 @@ def _power_method_stacked(T, starts, n_iter, tol):
     """:func:`tensor_power_method` of each tensor of a stack ``(N, k, k, k)`` from the
     starts ``(N, n_components, k, n_restarts)`` (:func:`_power_starts`), all tensors
     iterated side by side: a step costs a few NumPy calls whatever the number of
-    tensors and restarts (the decompositions of a model's hidden nodes are many and
-    small: one at a time, the steps' calls took half of a moment start on 90 rows).
+    tensors and restarts (a model's hidden nodes have many small decompositions).
 
     Returns
     -------
@@ -341,35 +346,30 @@ def _decompose_all(plans, pairs, moments, k, rng):
     The nodes are decomposed together: their projected triples in one request to
     ``moments``, their tensor power methods side by side (:func:`_power_method_stacked`,
     with the random starts drawn node after node, as one decomposition after another
-    would draw them)."""
+    draws them). The batched products round differently from one tensor's own: on a
+    node far from an orthogonally decomposable triple (no restart converges, e.g. at a
+    ``k'`` above the rank the data support) that can change its eigenpairs as another
+    seed would."""
     n = moments.n_states
-    failed, ready = set(), []
+    failed, ready = set(), []  # ready: (node, components, whitening, projections)
     for g, plan in plans.items():
-        v1, v2, v3 = plan.views
-        P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
-        r = max(int(min(k, np.linalg.matrix_rank(P12), P13.shape[1])), 1)
-        while True:  # as many components as the second moment separates
-            try:
-                W, projections = _three_view_projections(P12, P13, P23, r)
-                break
-            except (ValueError, np.linalg.LinAlgError):
-                if r == 1:
-                    failed.add(g)
-                    break
-                r -= 1
-        if g not in failed:
-            ready.append((g, r, W, projections, (P13, P23)))
+        prepared = _node_projections(plan, pairs, k)
+        if prepared is None:
+            failed.add(g)
+        else:
+            ready.append((g, *prepared))
     requests, spans = [], []
-    for g, _, _, projections, _ in ready:
+    for g, _, _, projections in ready:
         first = len(requests)
         requests += _triple_requests(projections, plans[g].views, n)
         spans.append((first, len(requests)))
     triples = moments.projected(requests) if requests else []
     tensors = [_symmetrise(sum(triples[a:b])) for a, b in spans]
-    starts = [_power_starts(rng, 1, r, r, _RESTARTS)[0] for _, r, *_ in ready]
+    ranks = [r for _, r, _, _ in ready]
+    starts = [_power_starts(rng, 1, r, r, _RESTARTS)[0] for r in ranks]
     eigen = [None] * len(ready)
-    for r in sorted({r for _, r, *_ in ready}):
-        group = [i for i, (_, ri, *_) in enumerate(ready) if ri == r]
+    for r in sorted(set(ranks)):
+        group = [i for i, ri in enumerate(ranks) if ri == r]
         lams, vecs = _power_method_stacked(
             np.stack([tensors[i] for i in group]),
             np.stack([starts[i] for i in group]),
@@ -378,30 +378,50 @@ def _decompose_all(plans, pairs, moments, k, rng):
         )
         for j, i in enumerate(group):
             eigen[i] = lams[j], vecs[j]
-    for (g, r, W, _, (P13, P23)), (lam, V) in zip(ready, eigen):
-        plan = plans[g]
+    for (g, r, W, _), (lam, V) in zip(ready, eigen):
         try:
-            _set_conditionals(plan, *_three_view_result(W, lam, V), r, P13, P23, n)
-            continue
+            _set_conditionals(plans[g], *_three_view_result(W, lam, V), r, pairs, n)
         except (ValueError, np.linalg.LinAlgError):
-            pass
-        # (rare) as a decomposition of this node alone would: with fewer components
-        v1, v2, v3 = plan.views
-        P12 = _block(pairs, v1, v2)
-
-        def triple(*projections, views=plan.views):
-            return sum(moments.projected(_triple_requests(projections, views, n)))
-
-        for fewer in range(r - 1, 0, -1):
-            try:
-                w, C = three_view_decomposition(P12, P13, P23, triple, fewer, random_state=rng)
-                _set_conditionals(plan, w, C, fewer, P13, P23, n)
-                break
-            except (ValueError, np.linalg.LinAlgError):
-                continue
-        else:
-            failed.add(g)
+            # (rare) the node alone with fewer components; its starts are drawn after
+            # every node's, where one decomposition after another drew them next
+            if not _decompose_alone(plans[g], pairs, moments, r - 1, rng):
+                failed.add(g)
     return failed
+
+
+def _node_projections(plan, pairs, k):
+    """``(r, W, projections)`` of :func:`_three_view_projections` at the node of
+    ``plan`` with as many components ``r <= k`` as its second moment separates, or
+    ``None`` when it separates none."""
+    v1, v2, v3 = plan.views
+    P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
+    most = max(int(min(k, np.linalg.matrix_rank(P12), P13.shape[1])), 1)
+    for r in range(most, 0, -1):
+        try:
+            return (r, *_three_view_projections(P12, P13, P23, r))
+        except (ValueError, np.linalg.LinAlgError):
+            continue
+    return None
+
+
+def _decompose_alone(plan, pairs, moments, r, rng):
+    """The node of ``plan`` decomposed on its own (:func:`three_view_decomposition`)
+    with at most ``r`` components, fewer while it fails: whether one succeeded."""
+    v1, v2, v3 = plan.views
+    P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
+    n = moments.n_states
+
+    def triple(*projections):
+        return sum(moments.projected(_triple_requests(projections, plan.views, n)))
+
+    for fewer in range(r, 0, -1):
+        try:
+            w, C = three_view_decomposition(P12, P13, P23, triple, fewer, random_state=rng)
+            _set_conditionals(plan, w, C, fewer, pairs, n)
+            return True
+        except (ValueError, np.linalg.LinAlgError):
+            continue
+    return False
 
 
 def _triple_requests(projections, views, n_states):
@@ -415,10 +435,11 @@ def _triple_requests(projections, views, n_states):
     ]
 
 
-def _set_conditionals(plan, w, C, r, P13, P23, n_states):
+def _set_conditionals(plan, w, C, r, pairs, n_states):
     """``plan.weights`` and the conditionals of its views' members from a decomposition
     ``w, C`` (:func:`three_view_decomposition`) with ``r`` components."""
     v1, v2, v3 = plan.views
+    P13, P23 = _block(pairs, v1, v3), _block(pairs, v2, v3)
     w = np.maximum(w, _EPS)
     weights = w / w.sum()
     third = _split(C, v3, n_states)
