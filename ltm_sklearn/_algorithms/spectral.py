@@ -355,6 +355,9 @@ class _MarginalisedMessages:
                 self.leaf_of[node.host] = nid
         for nid in range(root - 1, -1, -1):  # parents after children: walk down
             self.depth[nid] = self.depth[self.parent[nid]] + 1
+        # rows of a chunk of requests evaluated together (see _CHUNK_ELEMENTS)
+        widest = max((c.size for c in params.cores.values()), default=1)
+        self._chunk_rows = max(min(_CHUNK_ELEMENTS // widest, _CHUNK_ROWS), 1)
         self.inside = {}
         for nid, node in enumerate(nodes[:-1]):
             if not node.children:
@@ -419,8 +422,7 @@ class _MarginalisedMessages:
         the requests of a decomposition are many and small (a few to a few hundred
         rows each).
         """
-        widest = max((c.size for c in self.params.cores.values()), default=1)
-        budget = max(min(_CHUNK_ELEMENTS // widest, _CHUNK_ROWS), 1)
+        budget = self._chunk_rows
         out, chunk, rows = [], [], 0
         for block in blocks:
             n = len(block[0][1])
@@ -481,7 +483,7 @@ class _MarginalisedMessages:
 
         # the message of every active node over all rows of the chunk, with its log scale,
         # kept until its parent has read it
-        msgs = {}
+        msgs, unscaled = {}, np.zeros(n)
         for nid in sorted(active):  # children before parents
             node = nodes[nid]
             if not node.children:
@@ -494,7 +496,7 @@ class _MarginalisedMessages:
                         msg[:, rows] = table[:m][vectors].T
                     else:
                         msg[:, rows] = (vectors @ table[:m]).T
-                msgs[nid] = (msg, np.zeros(n))
+                msgs[nid] = (msg, unscaled)
                 read(nid, *msgs[nid])
                 continue
             kids, log_scale = [], np.zeros(n)
@@ -522,10 +524,10 @@ class _MarginalisedMessages:
 #: rows times the largest core's entries (a bound on the outer products of two children's
 #: messages) at most ``_CHUNK_ELEMENTS``, and at most ``_CHUNK_ROWS`` rows, unless one
 #: request alone has more (it is then a chunk of its own). Every node on a path of the
-#: chunk computes all its rows,
-#: so large requests go (nearly) one at a time: on 40 columns of 30 categories (pair
-#: requests of 900 rows) the moment start took 0.48 s with chunks of up to 131,072 rows,
-#: 0.35 s one request at a time and 0.26 s with chunks of 1,024 rows
+#: chunk computes all its rows, so large requests go (nearly) one at a time: on 40
+#: columns of 30 categories (pair requests of 900 rows) the moment start took 0.48 s with
+#: chunks of up to 131,072 rows, 0.35 s one request at a time and 0.26 s with chunks of
+#: 1,024 rows
 _CHUNK_ELEMENTS = 1 << 20
 _CHUNK_ROWS = 1024
 

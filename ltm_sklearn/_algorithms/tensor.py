@@ -154,7 +154,10 @@ def _power_method_stacked(T, starts, n_iter, tol):
 
 def _apply(T, theta):
     """``T(I, theta, theta)`` for each column of each ``(k, R)`` matrix of ``theta``
-    ``(N, k, R)``, with ``T`` a stack ``(N, k, k, k)``."""
+    ``(N, k, R)``, with ``T`` a stack ``(N, k, k, k)``: the form that ranks the
+    restarts and reads the eigenvalues, as it always did (:func:`_step` rounds
+    differently, and on a tensor far from decomposable the rounding of the ranking
+    picks the eigenpair)."""
     return np.einsum("nijk,njr,nkr->nir", T, theta, theta)
 
 
@@ -351,21 +354,22 @@ def _decompose_all(plans, pairs, moments, k, rng):
     ``k'`` above the rank the data support) that can change its eigenpairs as another
     seed would."""
     n = moments.n_states
-    failed, ready = set(), []  # ready: (node, components, whitening, projections)
+    failed, ready = set(), []  # ready: (node, its view blocks, components, whitening, projections)
     for g, plan in plans.items():
-        prepared = _node_projections(plan, pairs, k)
+        blocks = _view_blocks(plan, pairs)
+        prepared = _node_projections(blocks, k)
         if prepared is None:
             failed.add(g)
         else:
-            ready.append((g, *prepared))
+            ready.append((g, blocks, *prepared))
     requests, spans = [], []
-    for g, _, _, projections in ready:
+    for g, _, _, _, projections in ready:
         first = len(requests)
         requests += _triple_requests(projections, plans[g].views, n)
         spans.append((first, len(requests)))
     triples = moments.projected(requests) if requests else []
     tensors = [_symmetrise(sum(triples[a:b])) for a, b in spans]
-    ranks = [r for _, r, _, _ in ready]
+    ranks = [r for _, _, r, _, _ in ready]
     starts = [_power_starts(rng, 1, r, r, _RESTARTS)[0] for r in ranks]
     eigen = [None] * len(ready)
     for r in sorted(set(ranks)):
@@ -378,23 +382,28 @@ def _decompose_all(plans, pairs, moments, k, rng):
         )
         for j, i in enumerate(group):
             eigen[i] = lams[j], vecs[j]
-    for (g, r, W, _), (lam, V) in zip(ready, eigen):
+    for (g, blocks, r, W, _), (lam, V) in zip(ready, eigen):
         try:
-            _set_conditionals(plans[g], *_three_view_result(W, lam, V), r, pairs, n)
+            _set_conditionals(plans[g], *_three_view_result(W, lam, V), r, blocks, n)
         except (ValueError, np.linalg.LinAlgError):
             # (rare) the node alone with fewer components; its starts are drawn after
             # every node's, where one decomposition after another drew them next
-            if not _decompose_alone(plans[g], pairs, moments, r - 1, rng):
+            if not _decompose_alone(plans[g], blocks, moments, r - 1, rng):
                 failed.add(g)
     return failed
 
 
-def _node_projections(plan, pairs, k):
-    """``(r, W, projections)`` of :func:`_three_view_projections` at the node of
-    ``plan`` with as many components ``r <= k`` as its second moment separates, or
-    ``None`` when it separates none."""
+def _view_blocks(plan, pairs):
+    """The pair tables ``(P12, P13, P23)`` of the three views of ``plan``'s node."""
     v1, v2, v3 = plan.views
-    P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
+    return _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
+
+
+def _node_projections(blocks, k):
+    """``(r, W, projections)`` of :func:`_three_view_projections` at a node with view
+    blocks ``blocks`` (:func:`_view_blocks`) with as many components ``r <= k`` as its
+    second moment separates, or ``None`` when it separates none."""
+    P12, P13, P23 = blocks
     most = max(int(min(k, np.linalg.matrix_rank(P12), P13.shape[1])), 1)
     for r in range(most, 0, -1):
         try:
@@ -404,11 +413,10 @@ def _node_projections(plan, pairs, k):
     return None
 
 
-def _decompose_alone(plan, pairs, moments, r, rng):
-    """The node of ``plan`` decomposed on its own (:func:`three_view_decomposition`)
-    with at most ``r`` components, fewer while it fails: whether one succeeded."""
-    v1, v2, v3 = plan.views
-    P12, P13, P23 = _block(pairs, v1, v2), _block(pairs, v1, v3), _block(pairs, v2, v3)
+def _decompose_alone(plan, blocks, moments, r, rng):
+    """The node of ``plan`` (view blocks ``blocks``) decomposed on its own
+    (:func:`three_view_decomposition`) with at most ``r`` components, fewer while it
+    fails: whether one succeeded."""
     n = moments.n_states
 
     def triple(*projections):
@@ -416,8 +424,8 @@ def _decompose_alone(plan, pairs, moments, r, rng):
 
     for fewer in range(r, 0, -1):
         try:
-            w, C = three_view_decomposition(P12, P13, P23, triple, fewer, random_state=rng)
-            _set_conditionals(plan, w, C, fewer, pairs, n)
+            w, C = three_view_decomposition(*blocks, triple, fewer, random_state=rng)
+            _set_conditionals(plan, w, C, fewer, blocks, n)
             return True
         except (ValueError, np.linalg.LinAlgError):
             continue
@@ -435,11 +443,12 @@ def _triple_requests(projections, views, n_states):
     ]
 
 
-def _set_conditionals(plan, w, C, r, pairs, n_states):
+def _set_conditionals(plan, w, C, r, blocks, n_states):
     """``plan.weights`` and the conditionals of its views' members from a decomposition
-    ``w, C`` (:func:`three_view_decomposition`) with ``r`` components."""
+    ``w, C`` (:func:`three_view_decomposition`) with ``r`` components (view blocks
+    ``blocks``, :func:`_view_blocks`)."""
     v1, v2, v3 = plan.views
-    P13, P23 = _block(pairs, v1, v3), _block(pairs, v2, v3)
+    _, P13, P23 = blocks
     w = np.maximum(w, _EPS)
     weights = w / w.sum()
     third = _split(C, v3, n_states)
