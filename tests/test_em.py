@@ -577,18 +577,18 @@ def test_stacked_e_step_equals_the_e_step_on_dicts():
 def test_code_evidence_keeps_small_blocks_between_passes(monkeypatch):
     # 6 hidden states, 3 categories: leaf messages are products with indicator matrices
     model = LatentTreeModel.random(balanced_binary_tree(8), 6, 3, random_state=0)
-    X = model.sample(3000, random_state=0)
+    X = model.sample(2000, random_state=0)  # one block of the passes
     codes, w = X.T.astype(np.int64), np.ones(len(X))
     n_states = model.n_states[:8]
     kept = CodeEvidence(codes, n_states)
     first = expected_counts(model.tree, model.root_marginal, model.cpts, kept, w)
     again = expected_counts(model.tree, model.root_marginal, model.cpts, kept, w)
-    assert kept.block(slice(0, 3000)) is kept.block(slice(0, 3000))
-    assert kept.block(slice(0, 3000))._stacks  # built by the first pass, read by the second
+    assert kept.block(slice(0, 2000)) is kept.block(slice(0, 2000))
+    assert kept.block(slice(0, 2000))._stacks  # built by the first pass, read by the second
     monkeypatch.setattr(evidence_module, "_KEEP_BLOCKS", 10)  # too large to keep
     fresh = CodeEvidence(codes, n_states)
     assert fresh._blocks is None
-    assert fresh.block(slice(0, 3000)) is not fresh.block(slice(0, 3000))
+    assert fresh.block(slice(0, 2000)) is not fresh.block(slice(0, 2000))
     other = expected_counts(model.tree, model.root_marginal, model.cpts, fresh, w)
     for b in (again, other):  # the same numbers, kept or rebuilt
         np.testing.assert_array_equal(first[0], b[0])
