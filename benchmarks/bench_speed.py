@@ -57,7 +57,7 @@ ROWS = ("digits", "gmm-digits", "grid-digits", "truth-k3") + tuple(
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
 CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
 #: the labels of the main table (the digits summary lists every label measured)
-REPORTED = ("before", "stacked", "serule", "segain", "tensor")
+REPORTED = ("before", "segain", "starts", "blocks")
 VS_ROWS = (
     ("spectral-1e5",)
     + tuple(f"gauss-{t}" for t in NUMERIC)
@@ -317,26 +317,17 @@ def report():
             f"Machine: {machine()}. One fit per cell, run one at a time. Labels (the code "
             "measured): `before` commit a76d29f, before the selection engine (its cells of "
             "plants, baudio, jester and bnetflix are that code's `bench_debd.md` run); "
-            "`race` commit 7e20f73, the selection engine's races with the candidates of a "
-            "rung side by side in worker processes; `start` commit f0d9bb2; `stacked` "
-            "commit 6fd5cfd, in which EM keeps its tables stacked by shape as the message "
-            "passes read them, the messages are float32 from k' = 4 (16 before), the "
-            "tensor power method's iterations are one product with the unfolded tensor "
-            "and k' = 1 needs no decomposition; `serule` commit 06a29d2, in which k' is "
-            "chosen by the one-standard-error rule, the finalists are compared at equal "
-            "effort before the best runs on, and worker processes start only for a batch "
-            "estimated at 1.5 s; `segain` commit e576194, in which the ladder grows "
-            "beyond k' = 16 only after a level that gained more than one paired standard "
-            "error, and every k' the moments identify is a finalist within two paired "
-            "standard errors of the best of them; `tensor` the current code, in which a "
-            "fit at a given k' within what the moments identify polishes the tensor start "
-            "alone (the automatic fits of the digits and the density sets take another "
-            "path: the same models). `serule` and `segain` ran in one session, "
-            "row by row, on the digits rows, jester and nltcs, and `segain` and `tensor` "
-            "in another on `grid-digits` and `truth-k3`; the other cells "
-            "come from earlier sessions (the machine's speed drifts by up to 2x between "
-            "sessions: compare cells "
-            "measured together). `gmm-digits` is the GaussianMixture BIC grid (1-10 "
+            "`segain` commit e576194, in which the ladder grows beyond k' = 16 only after a "
+            "level that gained more than one paired standard error; `starts` commit "
+            "bcca079, in which the moment starts decompose all hidden nodes together; "
+            "`blocks` the current code, in which the message passes work on row blocks of "
+            "2^14 message elements instead of 2^16 (an E-step at k' = 16-32 on the density "
+            "sets takes 1.2-1.5x less time). `starts` and `blocks` ran in one session, "
+            "interleaved row by row; the other cells come from earlier sessions (the "
+            "machine's speed drifts by up to 2x between sessions: compare cells measured "
+            "together). Other labels (`race`, `start`, `stacked`, `serule`, `tensor`: "
+            "intermediate commits) are in `bench_speed_parts` and in the summary of the "
+            "digits fit below. `gmm-digits` is the GaussianMixture BIC grid (1-10 "
             "components) on the same digits rows, for time only (a density of the levels "
             "as numbers is not comparable in nats). `<row>@<seed>`: the same fit with "
             "another `random_state`.",
