@@ -341,9 +341,10 @@ def test_restarts_keep_the_best_and_convergence_attributes():
     best = LatentTreeEM(2, n_init=3, random_state=0, **kw).fit(X)
     assert best.lower_bound_ >= single - 1e-12
     assert best.converged_ and 1 < best.n_iter_ < 100
-    # the objective is the training log-likelihood plus the log prior, per row
+    # the objective is the training log-likelihood plus the log prior, per row (EM sums
+    # it from float32 messages, score from float64 ones: within float32's rounding)
     prior = log_prior(best.root_marginal_, best.cpts_, best.alpha_) / len(X)
-    np.testing.assert_allclose(best.lower_bound_, best.score(X) + prior, rtol=1e-9)
+    np.testing.assert_allclose(best.lower_bound_, best.score(X) + prior, rtol=1e-7)
     with pytest.warns(ConvergenceWarning, match="did not converge") as record:
         est = LatentTreeEM(2, max_iter=2, random_state=0, **kw).fit(X)
     assert est.n_iter_ == 2 and not est.converged_
