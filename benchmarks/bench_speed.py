@@ -57,7 +57,7 @@ ROWS = ("digits", "gmm-digits", "grid-digits", "truth-k3") + tuple(
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
 CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
 #: the labels of the main table (the digits summary lists every label measured)
-REPORTED = ("before", "segain", "starts", "blocks")
+REPORTED = ("before", "segain", "moments", "blocks", "float32")
 VS_ROWS = (
     ("spectral-1e5",)
     + tuple(f"gauss-{t}" for t in NUMERIC)
@@ -282,6 +282,9 @@ def report():
         "serule": 6,
         "segain": 7,
         "tensor": 8,
+        "moments": 9,
+        "blocks": 10,
+        "float32": 11,
     }
     everything = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 9), s))
     labels = [label for label in everything if label in REPORTED]
@@ -318,12 +321,14 @@ def report():
             "measured): `before` commit a76d29f, before the selection engine (its cells of "
             "plants, baudio, jester and bnetflix are that code's `bench_debd.md` run); "
             "`segain` commit e576194, in which the ladder grows beyond k' = 16 only after a "
-            "level that gained more than one paired standard error; `starts` commit "
+            "level that gained more than one paired standard error; `moments` commit "
             "bcca079, in which the moment starts decompose all hidden nodes together; "
-            "`blocks` the current code, in which the message passes work on row blocks of "
+            "`blocks` commit 31ad703, in which the message passes work on row blocks of "
             "2^14 message elements instead of 2^16 (an E-step at k' = 16-32 on the density "
-            "sets takes 1.2-1.5x less time). `starts` and `blocks` ran in one session, "
-            "interleaved row by row; the other cells come from earlier sessions (the "
+            "sets takes 1.2-1.5x less time); `float32` the current code, in which EM's "
+            "messages are float32 from k' = 2 (4 before). `moments` and `blocks` ran in "
+            "one session, interleaved row by row, and `float32` right after them; the "
+            "other cells come from earlier sessions (the "
             "machine's speed drifts by up to 2x between sessions: compare cells measured "
             "together). Other labels (`race`, `start`, `stacked`, `serule`, `tensor`: "
             "intermediate commits) are in `bench_speed_parts` and in the summary of the "
