@@ -368,6 +368,13 @@ def _gram_sums(codes, w, n_states, columns, block=4096):
 
 
 def _projected_sums(codes, w, n_states, requests):
+    """Weighted sums ``sum_r w_r prod_m B_m e_{x_{v_m}}`` of the requests on these rows
+    and the total weight of their rows (those observed on every variable of the
+    request), request by request: a table of at most ``_DENSE_TABLE_LIMIT`` entries is
+    counted and contracted with the projections one mode at a time, a larger one summed
+    from the rows' projected features. (Contracting the requests of one shape in a
+    batched product rounds differently, and a decomposition far from orthogonal followed
+    the rounding.)"""
     out = []
     for variables, projections in requests:
         obs = np.ones(codes.shape[1], dtype=bool)
