@@ -30,6 +30,7 @@ parametrisation (:func:`standardise_hidden`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack
@@ -39,7 +40,7 @@ from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 from scipy.special import logsumexp
 
 from .._engine.threads import single_threaded
-from .structure.chow_liu import chow_liu
+from .structure.chow_liu import chow_liu, spanning_tree_edges
 from .structure.distances import pairwise_correlation
 
 __all__ = [
@@ -70,6 +71,10 @@ _MAX_CORRELATION = 0.99
 _MAX_STEP = 16.0
 #: floor of a hidden variable's noise variance (relative to its unit variance)
 _HIDDEN_NOISE_FLOOR = 1e-6
+#: numbers in one block of row products (rows x pairs of observed columns)
+_CHUNK_ELEMENTS = 1 << 18
+#: most row products EM keeps for a whole fit (64 MB); beyond, each pass recomputes them
+_CACHED_PRODUCTS = 1 << 23
 
 
 @dataclass
@@ -132,18 +137,20 @@ class GaussianTreeParameters:
 
 
 def joint_moments(tree, weight, offset, noise, noise_corr=None):
-    """Mean and covariance of all nodes of one linear-Gaussian tree.
+    """Mean and covariance of all nodes of one linear-Gaussian tree, or of a stack of them.
 
     Listing the nodes in preorder, ``x = B x + b + e`` with ``B`` (the coefficients
     ``a_v`` at (v, parent)) strictly lower triangular, so ``x = (I - B)^-1 (b + e)``:
     mean ``(I - B)^-1 b`` and covariance ``(I - B)^-1 S (I - B)^-T``, with ``S`` the
     covariance of the noises: ``diag(s)``, or ``diag(s)^1/2 R diag(s)^1/2`` with the
-    correlations ``R = noise_corr`` of multivariate leaves.
+    correlations ``R = noise_corr`` of multivariate leaves. The coefficients may carry
+    leading dimensions (the components of a mixture over one structure): the moments
+    then carry them too.
 
     Returns
     -------
-    mean : ndarray of shape (n_nodes,)
-    cov : ndarray of shape (n_nodes, n_nodes)
+    mean : ndarray of shape (..., n_nodes)
+    cov : ndarray of shape (..., n_nodes, n_nodes)
 
     Examples
     --------
@@ -156,32 +163,42 @@ def joint_moments(tree, weight, offset, noise, noise_corr=None):
            [-0.5,  2. , -1. ],
            [ 0.5, -1. ,  1. ]])
     """
-    order, inv = _preorder_inverse(tree, weight)
-    n = tree.n_nodes
-    mean_p = inv @ offset[order]
+    inv = _tree_inverse(tree, weight)
+    mean = np.einsum("...ij,...j->...i", inv, offset)
     if noise_corr is None:
-        cov_p = (inv * noise[order]) @ inv.T
+        cov = (inv * noise[..., None, :]) @ np.swapaxes(inv, -1, -2)
     else:
-        sd = np.sqrt(noise[order])
-        cov_p = inv @ (noise_corr[np.ix_(order, order)] * np.outer(sd, sd)) @ inv.T
-    mean = np.empty(n)
-    mean[order] = mean_p
-    cov = np.empty((n, n))
-    cov[np.ix_(order, order)] = cov_p
+        sd = np.sqrt(noise)
+        scaled = noise_corr * sd[..., :, None] * sd[..., None, :]
+        cov = inv @ scaled @ np.swapaxes(inv, -1, -2)
     return mean, cov
 
 
-def _preorder_inverse(tree, weight):
-    """The preorder and ``(I - B)^-1`` in preorder coordinates, where ``x = B x + b + e``
-    with ``B`` strictly lower triangular (``L = I - B`` unit lower triangular)."""
-    order = tree.preorder
+def _tree_inverse(tree, weight):
+    """``(I - B)^-1`` in node coordinates (``x = B x + b + e``), for coefficients with
+    any leading dimensions.
+
+    Row ``v`` of the inverse is ``e_v + a_v`` times its parent's row (``x_v = a_v x_u +
+    b_v + e_v``), so the rows fill in from the root down, one depth of the tree at a
+    time (the preorder lists the nodes by depth).
+    """
     n = tree.n_nodes
-    pos = np.empty(n, dtype=np.int64)
-    pos[order] = np.arange(n)
-    L = np.eye(n)
-    child = order[1:]
-    L[pos[child], pos[tree.parent[child]]] = -weight[child]
-    return order, _triangular_inverse(L, unit_diagonal=True)
+    inv = np.zeros(weight.shape[:-1] + (n, n))
+    inv[..., np.arange(n), np.arange(n)] = 1.0
+    for nodes, parents in _depth_levels(tree):
+        inv[..., nodes, :] += weight[..., nodes, None] * inv[..., parents, :]
+    return inv
+
+
+def _depth_levels(tree):
+    """``(nodes, parents)`` at each depth below the root, from the top down."""
+    order, parent = tree.preorder, tree.parent
+    depth = np.zeros(tree.n_nodes, dtype=np.int64)
+    for v in order[1:].tolist():
+        depth[v] = depth[parent[v]] + 1
+    # the preorder is breadth-first: each depth is a contiguous run of it
+    bounds = np.searchsorted(depth[order], np.arange(1, depth.max() + 2))
+    return [(order[a:b], parent[order[a:b]]) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
 def missing_patterns(X):
@@ -202,18 +219,71 @@ def missing_patterns(X):
     return [(keys[i], order[bounds[i] : bounds[i + 1]]) for i in range(len(keys))]
 
 
-def _gaussian_rows(X, observed, mean, cov):
-    """Inverse Cholesky factor of the observed block, residuals and log-densities of rows.
+class _Pattern(NamedTuple):
+    """The rows of one pattern of missing entries, with what EM reads of them.
 
-    Whitening is one matrix product with ``L^-1`` (``L L^T`` the observed block), which
-    NumPy runs far faster than a triangular solve with many right-hand sides.
+    ``products`` holds ``x_i x_j`` of every row for the pairs ``i <= j`` of observed
+    columns (``pairs``), or ``None`` when they are recomputed block by block.
     """
-    obs = np.flatnonzero(observed)
-    inv_chol, logdet = _inverse_cholesky(cov[np.ix_(obs, obs)])
-    resid = X[:, obs] - mean[obs]
-    white = resid @ inv_chol.T
-    log_density = -0.5 * (np.einsum("ij,ij->i", white, white) + logdet + len(obs) * _LOG_2PI)
-    return obs, inv_chol, resid, log_density
+
+    observed: np.ndarray
+    rows: np.ndarray
+    obs: np.ndarray
+    values: np.ndarray
+    pairs: tuple
+    products: np.ndarray | None
+
+
+def _designs(X, patterns, cache=False):
+    """:class:`_Pattern` of each ``(observed, rows)`` of :func:`missing_patterns`; with
+    ``cache``, the row products of the patterns are kept while they fit in
+    ``_CACHED_PRODUCTS`` numbers."""
+    if patterns and isinstance(patterns[0], _Pattern):
+        return patterns
+    out, budget = [], _CACHED_PRODUCTS if cache else 0
+    for observed, rows in patterns:
+        obs = np.flatnonzero(observed)
+        values = X if len(rows) == len(X) else X[rows]  # rows ascending: all is X
+        if len(obs) < X.shape[1]:
+            values = values[:, obs]
+        pairs = np.triu_indices(len(obs))
+        products = None
+        if len(rows) * len(pairs[0]) <= budget:
+            products = values[:, pairs[0]] * values[:, pairs[1]]
+            budget -= products.size
+        out.append(_Pattern(observed, rows, obs, values, pairs, products))
+    return out
+
+
+def _row_products(pattern):
+    """``(rows, x, x_i x_j)`` by blocks of rows of one pattern."""
+    if pattern.products is not None:
+        yield slice(None), pattern.values, pattern.products
+        return
+    i, j = pattern.pairs
+    step = max(64, _CHUNK_ELEMENTS // max(len(i), 1))
+    for a in range(0, len(pattern.rows), step):
+        part = slice(a, a + step)
+        x = pattern.values[part]
+        yield part, x, x[:, i] * x[:, j]
+
+
+def _observed_factors(cov, obs):
+    """Inverse Cholesky factors ``L^-1`` and log-determinants of the observed blocks
+    ``L L^T = cov[obs, obs]`` of a stack of covariances (:func:`_cholesky`)."""
+    block = cov[:, obs[:, None], obs]
+    try:
+        chol = np.linalg.cholesky(block)
+    except np.linalg.LinAlgError:  # a near-singular block: jitter the ones that need it
+        chol = np.stack([_cholesky(b) for b in block])
+    logdet = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1)
+    return np.linalg.inv(chol), logdet
+
+
+def _stacked(mean, cov):
+    """``mean`` and ``cov`` with their leading dimensions flattened into one."""
+    n = mean.shape[-1]
+    return mean.reshape(-1, n), cov.reshape(-1, n, n)
 
 
 def _inverse_cholesky(block):
@@ -262,31 +332,52 @@ def _cholesky(block):
 
 
 def component_log_density(X, patterns, mean, cov, n_observed):
-    """Log-density of every row of ``X`` (NaN marginalised) under one component."""
-    out = np.zeros(len(X))
-    for observed, rows in patterns:
-        if not observed.any():
+    """Log-density of every row of ``X`` (NaN marginalised) under one component, or under
+    each of a stack of them (``mean`` of shape (..., n_nodes): the output (..., n_rows)).
+
+    The quadratic form ``(x - mu)^T P (x - mu)`` of each pattern's precision ``P`` is
+    expanded as ``x^T P x - 2 x^T P mu + mu^T P mu``: the row products ``x_i x_j``
+    (:func:`_designs`) then give the forms of all components in one matrix product.
+    """
+    batch = mean.shape[:-1]
+    mean, cov = _stacked(mean, cov)
+    out = np.zeros((len(mean), len(X)))
+    for p in _designs(X, patterns):
+        if not p.obs.size:
             continue
-        out[rows] = _gaussian_rows(X[rows], observed, mean, cov)[3]
-    return out
+        inv_chol, logdet = _observed_factors(cov, p.obs)
+        prec = np.swapaxes(inv_chol, -1, -2) @ inv_chol
+        mu = mean[:, p.obs]
+        pm = np.einsum("kij,kj->ki", prec, mu)
+        i, j = p.pairs
+        packed = prec[:, i, j] * np.where(i == j, 1.0, 2.0)
+        const = logdet + len(p.obs) * _LOG_2PI + np.einsum("ki,ki->k", mu, pm)
+        for part, x, xx in _row_products(p):
+            quad = xx @ packed.T - 2.0 * (x @ pm.T)
+            out[:, p.rows[part]] = -0.5 * (quad.T + const[:, None])
+    return out.reshape(batch + (len(X),))
 
 
 @single_threaded
 def mixture_log_density(X, tree, params, patterns=None):
     """``log p(x)`` of each row, and ``log p(k, x)`` per component (NaN marginalised)."""
     patterns = missing_patterns(X) if patterns is None else patterns
-    joint = np.empty((len(X), params.n_components))
-    trees = params.trees_or(tree)
-    for k in range(params.n_components):
-        mean, cov = joint_moments(trees[k], *params.component(k))
-        joint[:, k] = params.log_weights[k] + component_log_density(
-            X, patterns, mean, cov, tree.n_observed
-        )
+    mean, cov = component_moments(tree, params)
+    joint = params.log_weights + component_log_density(X, patterns, mean, cov, tree.n_observed).T
     return _logsumexp_rows(joint), joint
 
 
+def component_moments(tree, params):
+    """Means ``(K, n_nodes)`` and covariances ``(K, n_nodes, n_nodes)`` of all nodes in
+    each component of a mixture (:func:`joint_moments`)."""
+    if params.trees is None:
+        return joint_moments(tree, params.weight, params.offset, params.noise, params.noise_corr)
+    pairs = [joint_moments(t, *params.component(k)) for k, t in enumerate(params.trees)]
+    return np.stack([m for m, _ in pairs]), np.stack([c for _, c in pairs])
+
+
 def component_statistics(X, patterns, mean, cov, n_observed, resp):
-    """Expected sufficient statistics of one component for EM.
+    """Expected sufficient statistics of one component for EM, or of each of a stack.
 
     For each pattern of observed entries ``O`` the other nodes ``M`` (hidden variables
     and missing entries) have the Gaussian posterior ``mu_M + S_MO S_OO^-1 (x_O - mu_O)``,
@@ -296,80 +387,102 @@ def component_statistics(X, patterns, mean, cov, n_observed, resp):
 
     Every posterior mean is linear in the residual ``y = x_O - mu_O``: ``z - mu = [y,
     G^T y]`` with ``G = S_OO^-1 S_OM``, so the sums need only the weighted scatter
-    ``sum r y y^T`` of the observed block and products with ``G`` (a quarter of the
-    work of the scatter of all nodes when half of them are hidden).
+    ``C = sum r y y^T`` of the observed block and products with ``G``; ``C`` is
+    ``sum r x x^T`` (one matrix product of the weights with the row products
+    ``x_i x_j``, :func:`_designs`) less the terms in ``mu``.
+
+    ``mean`` (..., n_nodes), ``cov`` (..., n_nodes, n_nodes) and ``resp`` (..., n_rows)
+    may carry leading dimensions (the components of a mixture), and then so do
+    ``W`` (...), ``S1`` (..., n_nodes) and ``S2`` (..., n_nodes, n_nodes).
     """
-    n = mean.shape[0]
-    s1 = np.zeros(n)
-    s2 = np.zeros((n, n))
-    total = 0.0
-    for observed, rows in patterns:
-        r = resp[rows]
-        w = r.sum()
-        if w <= 0:
-            continue
+    batch = mean.shape[:-1]
+    n = mean.shape[-1]
+    mean, cov = _stacked(mean, cov)
+    resp = resp.reshape(-1, resp.shape[-1])
+    K = len(mean)
+    s1 = np.zeros((K, n))
+    s2 = np.zeros((K, n, n))
+    total = np.zeros(K)
+    for p in _designs(X, patterns):
+        r = resp[:, p.rows] if len(p.rows) < resp.shape[1] else resp
+        w = r.sum(axis=-1)
         full = np.zeros(n, bool)
-        full[:n_observed] = observed
+        full[:n_observed] = p.observed
         obs, other = np.flatnonzero(full), np.flatnonzero(~full)
         idx = np.concatenate([obs, other])
-        dev1 = np.zeros(n)  # sum r (E[z] - mu), in the order obs, other
-        dev2 = np.zeros((n, n))  # sum r (E[z] - mu)(E[z] - mu)^T, same order
+        dev1 = np.zeros((K, n))  # sum r (E[z] - mu), in the order obs, other
+        dev2 = np.zeros((K, n, n))  # sum r (E[z] - mu)(E[z] - mu)^T, same order
         m = len(obs)
-        post = cov[np.ix_(other, other)]
+        post = cov[:, other[:, None], other]
         if m:
-            Xo = X if len(rows) == len(X) else X[rows]  # rows ascending: all is X
-            if m < X.shape[1]:
-                Xo = Xo[:, obs]
-            resid = Xo - mean[obs]
-            inv_chol = _inverse_cholesky(cov[np.ix_(obs, obs)])[0]
-            gain = inv_chol.T @ (inv_chol @ cov[np.ix_(obs, other)])  # S_OO^-1 S_OM
-            a = r @ resid
-            C = (resid * r[:, None]).T @ resid
+            mu = mean[:, obs]
+            ax = np.zeros((K, m))  # sum r x
+            packed = np.zeros((K, len(p.pairs[0])))  # sum r x_i x_j
+            for part, x, xx in _row_products(p):
+                ax += r[:, part] @ x
+                packed += r[:, part] @ xx
+            C = np.empty((K, m, m))
+            C[:, p.pairs[0], p.pairs[1]] = packed
+            C[:, p.pairs[1], p.pairs[0]] = packed
+            C -= ax[:, :, None] * mu[:, None, :] + mu[:, :, None] * ax[:, None, :]
+            C += w[:, None, None] * (mu[:, :, None] * mu[:, None, :])
+            a = ax - w[:, None] * mu
+            inv_chol = _observed_factors(cov, obs)[0]
+            cross = cov[:, obs[:, None], other]
+            gain = np.swapaxes(inv_chol, -1, -2) @ (inv_chol @ cross)  # S_OO^-1 S_OM
             CG = C @ gain
-            dev1[:m], dev1[m:] = a, a @ gain
-            dev2[:m, :m], dev2[:m, m:] = C, CG
-            dev2[m:, :m], dev2[m:, m:] = CG.T, gain.T @ CG
-            post = post - cov[np.ix_(other, obs)] @ gain
-        dev2[m:, m:] += w * post
-        mu = mean[idx]
-        block = w * np.outer(mu, mu) + np.outer(mu, dev1) + np.outer(dev1, mu) + dev2
+            dev1[:, :m], dev1[:, m:] = a, np.einsum("ki,kij->kj", a, gain)
+            dev2[:, :m, :m], dev2[:, :m, m:] = C, CG
+            dev2[:, m:, :m] = np.swapaxes(CG, -1, -2)
+            dev2[:, m:, m:] = np.swapaxes(gain, -1, -2) @ CG
+            post = post - np.swapaxes(cross, -1, -2) @ gain
+        dev2[:, m:, m:] += w[:, None, None] * post
+        mu = mean[:, idx]
+        block = (
+            w[:, None, None] * (mu[:, :, None] * mu[:, None, :])
+            + mu[:, :, None] * dev1[:, None, :]
+            + dev1[:, :, None] * mu[:, None, :]
+            + dev2
+        )
         if m == n_observed:  # idx is the identity: observed columns come first
-            s1 += w * mu + dev1
+            s1 += w[:, None] * mu + dev1
             s2 += block
         else:
-            s1[idx] += w * mu + dev1
-            s2[np.ix_(idx, idx)] += block
+            s1[:, idx] += w[:, None] * mu + dev1
+            s2[:, idx[:, None], idx] += block
         total += w
-    return total, s1, 0.5 * (s2 + s2.T)
+    s2 = 0.5 * (s2 + np.swapaxes(s2, -1, -2))
+    return total.reshape(batch), s1.reshape(batch + (n,)), s2.reshape(batch + (n, n))
 
 
 def _expected_moments(total, s1, s2):
     """Mean and covariance of all nodes from the expected statistics ``W, S1, S2``."""
-    mean = s1 / total
-    return mean, s2 / total - np.outer(mean, mean)
+    total = np.asarray(total, dtype=float)
+    mean = s1 / total[..., None]
+    return mean, s2 / total[..., None, None] - mean[..., :, None] * mean[..., None, :]
 
 
 def m_step(tree, total, s1, s2, noise_floor):
-    """Regress every node on its parent from expected statistics (one component).
+    """Regress every node on its parent from expected statistics (one component, or a
+    stack of them over one structure: leading dimensions on ``total``, ``s1``, ``s2``).
 
     ``a_v = cov(u, v) / var(u)``, ``b_v = E v - a_v E u``, ``s_v = var(v) - a_v cov(u, v)``;
     ``s_v`` is floored at ``noise_floor[v]``.
     """
-    n = tree.n_nodes
     mean, cov = _expected_moments(total, s1, s2)
-    weight = np.zeros(n)
-    offset = np.zeros(n)
-    noise = np.zeros(n)
+    weight = np.zeros_like(mean)
+    offset = np.zeros_like(mean)
+    noise = np.zeros_like(mean)
     r = tree.root
-    offset[r] = mean[r]
-    noise[r] = max(cov[r, r], noise_floor[r])
+    offset[..., r] = mean[..., r]
+    noise[..., r] = np.maximum(cov[..., r, r], noise_floor[r])
     v = tree.preorder[1:]
     u = tree.parent[v]
-    var_u, cov_uv = cov[u, u], cov[u, v]
-    a = np.divide(cov_uv, var_u, out=np.zeros(len(v)), where=var_u > 0)
-    weight[v] = a
-    offset[v] = mean[v] - a * mean[u]
-    noise[v] = np.maximum(cov[v, v] - a * cov_uv, noise_floor[v])
+    var_u, cov_uv = cov[..., u, u], cov[..., u, v]
+    a = np.divide(cov_uv, var_u, out=np.zeros_like(cov_uv), where=var_u > 0)
+    weight[..., v] = a
+    offset[..., v] = mean[..., v] - a * mean[..., u]
+    noise[..., v] = np.maximum(cov[..., v, v] - a * cov_uv, noise_floor[v])
     return weight, offset, noise
 
 
@@ -385,7 +498,8 @@ def leaf_groups(tree, min_size=2):
 
 
 def group_noise(tree, groups, total, s1, s2, weight, noise, noise_floor):
-    """Noise variances and correlations of multivariate leaves (one component's M-step).
+    """Noise variances and correlations of multivariate leaves (one component's M-step,
+    or a stack's, as :func:`m_step`).
 
     Every column of a group is regressed on the group's parent (:func:`m_step`: with one
     regressor shared by the group, the per-column least squares are the joint ones); the
@@ -395,21 +509,27 @@ def group_noise(tree, groups, total, s1, s2, weight, noise, noise_floor):
 
     Returns
     -------
-    noise : ndarray of shape (n_nodes,)
+    noise : ndarray of shape (..., n_nodes)
         ``noise`` with the groups' variances replaced.
-    noise_corr : ndarray of shape (n_nodes, n_nodes)
+    noise_corr : ndarray of shape (..., n_nodes, n_nodes)
     """
     mean, cov = _expected_moments(total, s1, s2)
     noise = noise.copy()
-    corr = np.eye(tree.n_nodes)
+    n = tree.n_nodes
+    corr = np.zeros(noise.shape + (n,))
+    corr[..., np.arange(n), np.arange(n)] = 1.0
     for g in groups:
         u = tree.parent[g[0]]
-        a = weight[g]
-        block = cov[np.ix_(g, g)] - np.outer(a, a) * cov[u, u]
-        block[np.diag_indices_from(block)] = np.maximum(np.diag(block), 0.0) + noise_floor[g]
-        sd = np.sqrt(np.diag(block))
-        corr[np.ix_(g, g)] = block / np.outer(sd, sd)
-        noise[g] = sd**2
+        a = weight[..., g]
+        block = (
+            cov[..., g[:, None], g]
+            - a[..., :, None] * a[..., None, :] * cov[..., u, u][..., None, None]
+        )
+        diag = np.arange(len(g))
+        block[..., diag, diag] = np.maximum(block[..., diag, diag], 0.0) + noise_floor[g]
+        sd = np.sqrt(block[..., diag, diag])
+        corr[..., g[:, None], g] = block / (sd[..., :, None] * sd[..., None, :])
+        noise[..., g] = sd**2
     return noise, corr
 
 
@@ -437,12 +557,12 @@ def standardise_hidden(tree, weight, offset, noise):
     """Rescale every hidden variable to mean 0, variance 1 (same law of the columns).
 
     Replacing ``h`` by ``(h - m_h) / sd_h`` changes only the equations of ``h`` and of
-    its children, and no likelihood.
+    its children, and no likelihood. The coefficients may carry leading dimensions (the
+    components of a mixture over one structure).
     """
-    order, inv = _preorder_inverse(tree, weight)
-    mean, var = np.empty(tree.n_nodes), np.empty(tree.n_nodes)
-    mean[order] = inv @ offset[order]
-    var[order] = (inv * inv) @ noise[order]  # the diagonal of the covariance only
+    inv = _tree_inverse(tree, weight)
+    mean = np.einsum("...ij,...j->...i", inv, offset)
+    var = np.einsum("...ij,...j->...i", inv * inv, noise)  # the covariance's diagonal
     weight, offset, noise = weight.copy(), offset.copy(), noise.copy()
     hidden = np.zeros(tree.n_nodes, bool)
     hidden[tree.n_observed :] = True
@@ -451,12 +571,12 @@ def standardise_hidden(tree, weight, offset, noise):
     u = tree.parent[v]
     below = v[hidden[u]]  # children of a hidden parent read the rescaled parent
     above = tree.parent[below]
-    offset[below] += weight[below] * mean[above]
-    weight[below] *= sd[above]
+    offset[..., below] += weight[..., below] * mean[..., above]
+    weight[..., below] *= sd[..., above]
     h = np.flatnonzero(hidden)
-    weight[h] /= sd[h]
-    offset[h] = (offset[h] - mean[h]) / sd[h]
-    noise[h] /= sd[h] ** 2
+    weight[..., h] /= sd[..., h]
+    offset[..., h] = (offset[..., h] - mean[..., h]) / sd[..., h]
+    noise[..., h] /= sd[..., h] ** 2
     return weight, offset, noise
 
 
@@ -646,7 +766,7 @@ def fit_gaussian_tree(
         raise ValueError("relearn_trees needs trees over the observed columns only.")
     groups = _check_groups(trees, groups, relearn)
     sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    patterns = missing_patterns(X)
+    patterns = _designs(X, missing_patterns(X), cache=True)
     floor = np.full(tree.n_nodes, _HIDDEN_NOISE_FLOOR)
     floor[:d] = reg_covar
     if init is not None:
@@ -680,9 +800,8 @@ def fit_gaussian_tree(
     if K > 1:
         if labels is None:
             raise ValueError("n_components > 1 needs initial labels.")
-        start_moments = [joint_moments(trees[k], *params.component(k)) for k in range(K)]
         resp = sw[:, None] * (np.asarray(labels)[:, None] == np.arange(K))
-        _m_steps(tree, X, patterns, params, start_moments, resp, floor, relearn)
+        _m_steps(tree, X, patterns, params, component_moments(tree, params), resp, floor, relearn)
     return _run_em(X, tree, patterns, params, sw, floor, max_iter, tol, relearn)
 
 
@@ -717,17 +836,10 @@ def _run_em(X, tree, patterns, params, sw, floor, max_iter, tol, relearn):
 
 
 def _evaluate(X, tree, patterns, params, sw):
-    """Joint moments per component, ``log p(k, x)`` and ``log p(x)`` per row and the mean
-    log-likelihood."""
-    d = tree.n_observed
-    trees = params.trees_or(tree)
-    moments = [joint_moments(trees[k], *params.component(k)) for k in range(params.n_components)]
-    joint = np.column_stack(
-        [
-            params.log_weights[k] + component_log_density(X, patterns, *moments[k], d)
-            for k in range(params.n_components)
-        ]
-    )
+    """Joint moments of the components, ``log p(k, x)`` and ``log p(x)`` per row and the
+    mean log-likelihood."""
+    moments = component_moments(tree, params)
+    joint = params.log_weights + component_log_density(X, patterns, *moments, tree.n_observed).T
     log_p = _logsumexp_rows(joint)
     return moments, joint, log_p, float(sw @ log_p / sw.sum())
 
@@ -741,32 +853,49 @@ def _extrapolate(tree, old, new, step, floor):
     out.noise[:] = np.maximum(np.exp(log_noise), floor)
     log_w = old.log_weights + step * (new.log_weights - old.log_weights)
     out.log_weights[:] = log_w - logsumexp(log_w)
-    trees = out.trees_or(tree)
-    for k in range(out.n_components):
+    if out.trees is None:
+        out.weight[:], out.offset[:], out.noise[:] = standardise_hidden(
+            tree, out.weight, out.offset, out.noise
+        )
+        return out
+    for k, own in enumerate(out.trees):
         out.weight[k], out.offset[k], out.noise[k] = standardise_hidden(
-            trees[k], out.weight[k], out.offset[k], out.noise[k]
+            own, out.weight[k], out.offset[k], out.noise[k]
         )
     return out
 
 
 def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
     """One M-step of every component (in place), hidden variables standardised; with
-    ``relearn``, each component's tree first becomes the Chow-Liu tree of its statistics."""
+    ``relearn``, each component's tree first becomes the Chow-Liu tree of its statistics.
+    A component without weight keeps its coefficients."""
     d = tree.n_observed
-    totals = np.zeros(params.n_components)
-    for k, (mean, cov) in enumerate(moments):
-        total, s1, s2 = component_statistics(X, patterns, mean, cov, d, resp[:, k])
-        totals[k] = total
-        if total <= 1e-10 * max(resp.sum(), 1e-300):
-            continue  # an empty component keeps its coefficients
-        if relearn:
-            params.trees[k] = chow_liu_from_statistics(total, s1, s2, params.trees[k])
-        own = params.trees[k] if params.trees is not None else tree
-        w, b, s = m_step(own, total, s1, s2, floor)
-        if params.groups is not None:
-            s, params.noise_corr[k] = group_noise(own, params.groups, total, s1, s2, w, s, floor)
-        w, b, s = standardise_hidden(own, w, b, s)
-        params.weight[k], params.offset[k], params.noise[k] = w, b, s
+    totals, s1, s2 = component_statistics(X, patterns, *moments, d, np.ascontiguousarray(resp.T))
+    filled = totals > 1e-10 * max(resp.sum(), 1e-300)
+    if params.trees is None:  # one structure: every component at once
+        with np.errstate(divide="ignore", invalid="ignore"):
+            safe = np.where(filled, totals, 1.0)
+            w, b, s = m_step(tree, safe, s1, s2, floor)
+            if params.groups is not None:
+                s, corr = group_noise(tree, params.groups, safe, s1, s2, w, s, floor)
+                params.noise_corr[filled] = corr[filled]
+            w, b, s = standardise_hidden(tree, w, b, s)
+        params.weight[filled], params.offset[filled], params.noise[filled] = (
+            w[filled],
+            b[filled],
+            s[filled],
+        )
+    else:
+        for k in np.flatnonzero(filled):
+            if relearn:
+                params.trees[k] = chow_liu_from_statistics(totals[k], s1[k], s2[k], params.trees[k])
+            own = params.trees[k]
+            w, b, s = m_step(own, totals[k], s1[k], s2[k], floor)
+            if params.groups is not None:
+                s, params.noise_corr[k] = group_noise(
+                    own, params.groups, totals[k], s1[k], s2[k], w, s, floor
+                )
+            params.weight[k], params.offset[k], params.noise[k] = standardise_hidden(own, w, b, s)
     totals = np.maximum(totals, 1e-12 * totals.sum())
     params.log_weights[:] = np.log(totals / totals.sum())
 
@@ -784,10 +913,13 @@ def chow_liu_from_statistics(total, s1, s2, previous=None):
     rho = np.clip(cov / np.outer(sd, sd), -1.0 + 1e-12, 1.0 - 1e-12)
     info = -0.5 * np.log1p(-(rho**2))
     np.fill_diagonal(info, 0.0)
-    tree = chow_liu(info, feature_names=None if previous is None else previous.feature_names)
-    if previous is not None and tree.edges == previous.edges:
+    if previous is None:
+        return chow_liu(info)
+    # the edges alone first: most M-steps keep the structure, and building a tree costs
+    # more than finding its edges
+    if spanning_tree_edges(info.max() - info) == previous.edges:
         return previous
-    return tree
+    return chow_liu(info, feature_names=previous.feature_names)
 
 
 def component_conditionals(Z, tree, trees, params, target):
