@@ -567,3 +567,16 @@ def test_structures_walk_side_by_side_to_the_same_model(monkeypatch):
     assert len(here.bic_) > 5  # several structures and numbers of components
     assert (here.structure_, here.n_components_) == (workers.structure_, workers.n_components_)
     np.testing.assert_array_equal(here.score_samples(X), workers.score_samples(X))
+
+
+def test_relearned_trees_stay_put_on_components_too_small_to_rank_edges():
+    # a component of 2 rows among 5 columns has a singular covariance and correlations of
+    # +-1 everywhere: its Chow-Liu tree would be a pick among ties, so it keeps its tree
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((200, 5)) @ rng.standard_normal((5, 5))
+    labels = np.zeros(200, dtype=int)
+    labels[:2] = 1
+    chain = _chain(5)
+    params, _, _ = fit_gaussian_tree(Z, chain, 2, labels=labels, max_iter=1, relearn_trees=True)
+    assert params.trees[1] is chain
+    assert params.trees[0] is not chain  # the big component's own Chow-Liu tree

@@ -180,25 +180,14 @@ def _tree_inverse(tree, weight):
 
     Row ``v`` of the inverse is ``e_v + a_v`` times its parent's row (``x_v = a_v x_u +
     b_v + e_v``), so the rows fill in from the root down, one depth of the tree at a
-    time (the preorder lists the nodes by depth).
+    time.
     """
     n = tree.n_nodes
     inv = np.zeros(weight.shape[:-1] + (n, n))
     inv[..., np.arange(n), np.arange(n)] = 1.0
-    for nodes, parents in _depth_levels(tree):
+    for nodes, parents in tree.depth_levels():
         inv[..., nodes, :] += weight[..., nodes, None] * inv[..., parents, :]
     return inv
-
-
-def _depth_levels(tree):
-    """``(nodes, parents)`` at each depth below the root, from the top down."""
-    order, parent = tree.preorder, tree.parent
-    depth = np.zeros(tree.n_nodes, dtype=np.int64)
-    for v in order[1:].tolist():
-        depth[v] = depth[parent[v]] + 1
-    # the preorder is breadth-first: each depth is a contiguous run of it
-    bounds = np.searchsorted(depth[order], np.arange(1, depth.max() + 2))
-    return [(order[a:b], parent[order[a:b]]) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
 def missing_patterns(X):
@@ -352,9 +341,10 @@ def component_log_density(X, patterns, mean, cov, n_observed):
         i, j = p.pairs
         packed = prec[:, i, j] * np.where(i == j, 1.0, 2.0)
         const = logdet + len(p.obs) * _LOG_2PI + np.einsum("ki,ki->k", mu, pm)
+        every_row = len(p.rows) == len(X)
         for part, x, xx in _row_products(p):
-            quad = xx @ packed.T - 2.0 * (x @ pm.T)
-            out[:, p.rows[part]] = -0.5 * (quad.T + const[:, None])
+            quad = packed @ xx.T - 2.0 * (pm @ x.T)
+            out[:, part if every_row else p.rows[part]] = -0.5 * (quad + const[:, None])
     return out.reshape(batch + (len(X),))
 
 
@@ -738,8 +728,9 @@ def fit_gaussian_tree(
         Trees over the observed columns only: re-learn each component's tree in every
         M-step as the Chow-Liu tree of its expected statistics (the maximum of the
         expected complete log-likelihood over trees and coefficients: the mixture of
-        trees of Meila & Jordan 2000, with Gaussian nodes). The trees end in
-        ``params.trees``.
+        trees of Meila & Jordan 2000, with Gaussian nodes); a component of at most
+        ``n_observed`` rows keeps its tree (its correlations are degenerate). The trees
+        end in ``params.trees``.
     init : GaussianTreeParameters, default=None
         Start from these coefficients (e.g. a fit stopped at a looser ``tol``) instead of
         the moment start; ``corr`` and ``labels`` are then not used.
@@ -852,7 +843,7 @@ def _extrapolate(tree, old, new, step, floor):
     log_noise = np.log(old.noise) + step * (np.log(new.noise) - np.log(old.noise))
     out.noise[:] = np.maximum(np.exp(log_noise), floor)
     log_w = old.log_weights + step * (new.log_weights - old.log_weights)
-    out.log_weights[:] = log_w - logsumexp(log_w)
+    out.log_weights[:] = log_w - _logsumexp_rows(log_w[None])[0]
     if out.trees is None:
         out.weight[:], out.offset[:], out.noise[:] = standardise_hidden(
             tree, out.weight, out.offset, out.noise
@@ -867,8 +858,9 @@ def _extrapolate(tree, old, new, step, floor):
 
 def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
     """One M-step of every component (in place), hidden variables standardised; with
-    ``relearn``, each component's tree first becomes the Chow-Liu tree of its statistics.
-    A component without weight keeps its coefficients."""
+    ``relearn``, each component's tree first becomes the Chow-Liu tree of its statistics
+    (when they weigh more than ``d`` rows). A component without weight keeps its
+    coefficients."""
     d = tree.n_observed
     totals, s1, s2 = component_statistics(X, patterns, *moments, d, np.ascontiguousarray(resp.T))
     filled = totals > 1e-10 * max(resp.sum(), 1e-300)
@@ -887,7 +879,9 @@ def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
         )
     else:
         for k in np.flatnonzero(filled):
-            if relearn:
+            # below d + 1 rows the component's covariance is singular and its correlations
+            # all near +-1: the Chow-Liu tree would be an arbitrary pick among ties
+            if relearn and totals[k] > d:
                 params.trees[k] = chow_liu_from_statistics(totals[k], s1[k], s2[k], params.trees[k])
             own = params.trees[k]
             w, b, s = m_step(own, totals[k], s1[k], s2[k], floor)

@@ -188,6 +188,20 @@ class LatentTree:
             self._hops = hops.astype(np.int64)
         return self._hops
 
+    def depth_levels(self):
+        """``(nodes, parents)`` at each depth below the root, from the top down (integer
+        arrays; the preorder is breadth-first, so each depth is a run of it)."""
+        if getattr(self, "_levels", None) is None:
+            order, parent = self.preorder, self.parent
+            depth = np.zeros(self.n_nodes, dtype=np.int64)
+            for v in order[1:].tolist():
+                depth[v] = depth[parent[v]] + 1
+            bounds = np.searchsorted(depth[order], np.arange(1, depth.max() + 2))
+            self._levels = [
+                (order[a:b], parent[order[a:b]]) for a, b in zip(bounds[:-1], bounds[1:])
+            ]
+        return self._levels
+
     def _default_root(self):
         candidates = self.hidden_nodes or list(range(self.n_nodes))
         ecc = self._eccentricities()
@@ -601,6 +615,7 @@ class LatentTree:
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_hops", None)
+        state.pop("_levels", None)
         return state
 
 
