@@ -81,9 +81,12 @@ _HERMITE_NODES = 64
 _PATIENCE = 2
 #: seconds one after another per entry of the fits still to do (rows x columns x fits),
 #: the estimate by which the structures' walks go to worker processes
-#: (:func:`~ltm_sklearn._engine.workers.worth_workers`): 1.2-1.5e-5 on breast cancer,
-#: magic and segment, one fit after another on the 2-core machine
-_SECONDS_PER_ENTRY = 1.3e-5
+#: (:func:`~ltm_sklearn._engine.workers.worth_workers`), measured where the rows hold
+#: the time: 1.6-1.7e-6 on magic (3,500 rows), one fit after another on the 2-core
+#: machine. Small tables take more per entry (7e-6 on breast cancer's 398 rows), but
+#: their whole search (3-5 s) is too short for the workers to pay their start: with them
+#: the six numeric tables took 0.7-1 s longer, or no less
+_SECONDS_PER_ENTRY = 1.8e-6
 
 
 class GaussianLatentTree(DensityMixin, BaseEstimator):
