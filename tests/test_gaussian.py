@@ -103,6 +103,60 @@ def test_component_statistics_match_row_by_row_posteriors():
         np.testing.assert_allclose(s2, e2, atol=1e-10)
 
 
+def test_stacked_components_match_one_at_a_time(monkeypatch):
+    """A mixture's components in one stacked pass give each component's own moments,
+    densities, statistics, M-step and rescaling, with the row products kept or
+    recomputed block by block, with and without missing entries."""
+    from ltm_sklearn._algorithms import gaussian as gaussian_module
+    from ltm_sklearn._algorithms.gaussian import _designs, component_log_density
+
+    tree = random_binary_tree(7, random_state=1)
+    rng = np.random.default_rng(1)
+    K, n, d = 3, tree.n_nodes, tree.n_observed
+    w, b = rng.uniform(-0.9, 0.9, (K, n)), rng.normal(size=(K, n))
+    s = rng.uniform(0.2, 1.0, (K, n))
+    w[:, tree.root] = 0.0
+    mean, cov = joint_moments(tree, w, b, s)
+    for k in range(K):
+        mk, ck = joint_moments(tree, w[k], b[k], s[k])
+        np.testing.assert_allclose(mean[k], mk, atol=1e-12)
+        np.testing.assert_allclose(cov[k], ck, atol=1e-12)
+    # blocks of 64 rows when the products are recomputed: several blocks per pattern
+    monkeypatch.setattr(gaussian_module, "_CHUNK_ELEMENTS", 64)
+    for share in (0.0, 0.2):
+        X = rng.normal(size=(300, d))
+        X[rng.random(X.shape) < share] = np.nan
+        resp = rng.random((K, len(X)))
+        patterns = missing_patterns(X)
+        for designs in (_designs(X, patterns, cache=True), _designs(X, patterns)):
+            dens = component_log_density(X, designs, mean, cov, d)
+            stats = component_statistics(X, designs, mean, cov, d, resp)
+            for k in range(K):
+                one = component_log_density(X, patterns, mean[k], cov[k], d)
+                np.testing.assert_allclose(dens[k], one, rtol=1e-10)
+                # the residuals of the row itself, as a direct check of the expansion
+                if share == 0.0:
+                    resid = X - mean[k][:d]
+                    prec = np.linalg.inv(cov[k][:d, :d])
+                    quad = np.einsum("ij,jk,ik->i", resid, prec, resid)
+                    logdet = np.linalg.slogdet(cov[k][:d, :d])[1]
+                    direct = -0.5 * (quad + logdet + d * np.log(2 * np.pi))
+                    np.testing.assert_allclose(one, direct, rtol=1e-10)
+                single = component_statistics(X, patterns, mean[k], cov[k], d, resp[k])
+                for a, e in zip(stats, single):
+                    np.testing.assert_allclose(a[k], e, rtol=1e-10, atol=1e-10)
+    total, s1, s2 = stats
+    floor = np.full(n, 1e-6)
+    stacked = m_step(tree, total, s1, s2, floor)
+    rescaled = standardise_hidden(tree, *stacked)
+    for k in range(K):
+        one = m_step(tree, total[k], s1[k], s2[k], floor)
+        for a, e in zip(stacked, one):
+            np.testing.assert_allclose(a[k], e, atol=1e-12)
+        for a, e in zip(rescaled, standardise_hidden(tree, *one)):
+            np.testing.assert_allclose(a[k], e, atol=1e-12)
+
+
 def test_moment_start_reproduces_exact_correlations():
     truth = GaussianLatentTreeModel.random(random_binary_tree(10, random_state=2), random_state=3)
     _, cov = truth.moments()
