@@ -149,6 +149,11 @@ def test_stacked_components_match_one_at_a_time(monkeypatch):
     floor = np.full(n, 1e-6)
     stacked = m_step(tree, total, s1, s2, floor)
     rescaled = standardise_hidden(tree, *stacked)
+    # a list of trees, one per component (here the same one), gives the same M-step
+    for a, e in zip(m_step([tree] * K, total, s1, s2, floor), stacked):
+        np.testing.assert_allclose(a, e, atol=1e-12)
+    for a, e in zip(joint_moments([tree] * K, w, b, s), (mean, cov)):
+        np.testing.assert_allclose(a, e, atol=1e-12)
     for k in range(K):
         one = m_step(tree, total[k], s1[k], s2[k], floor)
         for a, e in zip(stacked, one):

@@ -144,8 +144,8 @@ def joint_moments(tree, weight, offset, noise, noise_corr=None):
     mean ``(I - B)^-1 b`` and covariance ``(I - B)^-1 S (I - B)^-T``, with ``S`` the
     covariance of the noises: ``diag(s)``, or ``diag(s)^1/2 R diag(s)^1/2`` with the
     correlations ``R = noise_corr`` of multivariate leaves. The coefficients may carry
-    leading dimensions (the components of a mixture over one structure): the moments
-    then carry them too.
+    leading dimensions (the components of a mixture over one structure, or ``tree`` a
+    list of trees over the same nodes, one per row): the moments then carry them too.
 
     Returns
     -------
@@ -176,12 +176,20 @@ def joint_moments(tree, weight, offset, noise, noise_corr=None):
 
 def _tree_inverse(tree, weight):
     """``(I - B)^-1`` in node coordinates (``x = B x + b + e``), for coefficients with
-    any leading dimensions.
+    any leading dimensions, or for a list of trees with one row of ``weight`` each.
 
     Row ``v`` of the inverse is ``e_v + a_v`` times its parent's row (``x_v = a_v x_u +
     b_v + e_v``), so the rows fill in from the root down, one depth of the tree at a
-    time.
+    time. Trees of their own (whose depths differ) invert ``I - B`` as a stack.
     """
+    if isinstance(tree, (list, tuple)):
+        parent = _parents(tree)
+        K, n = parent.shape
+        L = np.zeros((K, n, n))
+        L[:, np.arange(n), np.arange(n)] = 1.0
+        k, v = np.nonzero(parent >= 0)
+        L[k, v, parent[k, v]] = -weight[k, v]
+        return np.linalg.inv(L)
     n = tree.n_nodes
     inv = np.zeros(weight.shape[:-1] + (n, n))
     inv[..., np.arange(n), np.arange(n)] = 1.0
@@ -360,10 +368,8 @@ def mixture_log_density(X, tree, params, patterns=None):
 def component_moments(tree, params):
     """Means ``(K, n_nodes)`` and covariances ``(K, n_nodes, n_nodes)`` of all nodes in
     each component of a mixture (:func:`joint_moments`)."""
-    if params.trees is None:
-        return joint_moments(tree, params.weight, params.offset, params.noise, params.noise_corr)
-    pairs = [joint_moments(t, *params.component(k)) for k, t in enumerate(params.trees)]
-    return np.stack([m for m, _ in pairs]), np.stack([c for _, c in pairs])
+    trees = tree if params.trees is None else list(params.trees)
+    return joint_moments(trees, params.weight, params.offset, params.noise, params.noise_corr)
 
 
 def component_statistics(X, patterns, mean, cov, n_observed, resp):
@@ -454,26 +460,32 @@ def _expected_moments(total, s1, s2):
 
 def m_step(tree, total, s1, s2, noise_floor):
     """Regress every node on its parent from expected statistics (one component, or a
-    stack of them over one structure: leading dimensions on ``total``, ``s1``, ``s2``).
+    stack of them: leading dimensions on ``total``, ``s1``, ``s2``, over one structure
+    or, with a list of trees, each over its own).
 
     ``a_v = cov(u, v) / var(u)``, ``b_v = E v - a_v E u``, ``s_v = var(v) - a_v cov(u, v)``;
-    ``s_v`` is floored at ``noise_floor[v]``.
+    ``s_v`` is floored at ``noise_floor[v]``. The root has ``a = 0``: its mean and its
+    variance.
     """
     mean, cov = _expected_moments(total, s1, s2)
-    weight = np.zeros_like(mean)
-    offset = np.zeros_like(mean)
-    noise = np.zeros_like(mean)
-    r = tree.root
-    offset[..., r] = mean[..., r]
-    noise[..., r] = np.maximum(cov[..., r, r], noise_floor[r])
-    v = tree.preorder[1:]
-    u = tree.parent[v]
-    var_u, cov_uv = cov[..., u, u], cov[..., u, v]
-    a = np.divide(cov_uv, var_u, out=np.zeros_like(cov_uv), where=var_u > 0)
-    weight[..., v] = a
-    offset[..., v] = mean[..., v] - a * mean[..., u]
-    noise[..., v] = np.maximum(cov[..., v, v] - a * cov_uv, noise_floor[v])
-    return weight, offset, noise
+    n = mean.shape[-1]
+    parent = _parents(tree) if isinstance(tree, (list, tuple)) else tree.parent
+    v = np.arange(n)
+    u = np.where(parent >= 0, parent, v)  # the root is read against itself, then a = 0
+    flat_mean, flat_cov = mean.reshape(-1, n), cov.reshape(-1, n, n)
+    k = np.arange(len(flat_mean))[:, None]
+    var_u = flat_cov[k, u, u].reshape(mean.shape)
+    cov_uv = flat_cov[k, u, v].reshape(mean.shape)
+    mean_u = flat_mean[k, u].reshape(mean.shape)
+    a = np.divide(cov_uv, var_u, out=np.zeros_like(cov_uv), where=(var_u > 0) & (parent >= 0))
+    offset = mean - a * mean_u
+    noise = np.maximum(cov[..., v, v] - a * cov_uv, noise_floor)
+    return a, offset, noise
+
+
+def _parents(trees):
+    """The parent arrays of a list of trees over the same nodes, ``(len(trees), n_nodes)``."""
+    return np.stack([t.parent for t in trees])
 
 
 def leaf_groups(tree, min_size=2):
@@ -844,6 +856,8 @@ def _extrapolate(tree, old, new, step, floor):
     out.noise[:] = np.maximum(np.exp(log_noise), floor)
     log_w = old.log_weights + step * (new.log_weights - old.log_weights)
     out.log_weights[:] = log_w - _logsumexp_rows(log_w[None])[0]
+    if tree.n_nodes == tree.n_observed:  # no hidden variable to rescale
+        return out
     if out.trees is None:
         out.weight[:], out.offset[:], out.noise[:] = standardise_hidden(
             tree, out.weight, out.offset, out.noise
@@ -871,7 +885,8 @@ def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
             if params.groups is not None:
                 s, corr = group_noise(tree, params.groups, safe, s1, s2, w, s, floor)
                 params.noise_corr[filled] = corr[filled]
-            w, b, s = standardise_hidden(tree, w, b, s)
+            if tree.n_nodes > d:
+                w, b, s = standardise_hidden(tree, w, b, s)
         params.weight[filled], params.offset[filled], params.noise[filled] = (
             w[filled],
             b[filled],
@@ -883,13 +898,26 @@ def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
             # all near +-1: the Chow-Liu tree would be an arbitrary pick among ties
             if relearn and totals[k] > d:
                 params.trees[k] = chow_liu_from_statistics(totals[k], s1[k], s2[k], params.trees[k])
-            own = params.trees[k]
-            w, b, s = m_step(own, totals[k], s1[k], s2[k], floor)
-            if params.groups is not None:
-                s, params.noise_corr[k] = group_noise(
-                    own, params.groups, totals[k], s1[k], s2[k], w, s, floor
+        if params.groups is None and tree.n_nodes == d:
+            # trees of the columns alone (no hidden variable to rescale): all at once
+            with np.errstate(divide="ignore", invalid="ignore"):
+                w, b, s = m_step(list(params.trees), np.where(filled, totals, 1.0), s1, s2, floor)
+            params.weight[filled], params.offset[filled], params.noise[filled] = (
+                w[filled],
+                b[filled],
+                s[filled],
+            )
+        else:
+            for k in np.flatnonzero(filled):
+                own = params.trees[k]
+                w, b, s = m_step(own, totals[k], s1[k], s2[k], floor)
+                if params.groups is not None:
+                    s, params.noise_corr[k] = group_noise(
+                        own, params.groups, totals[k], s1[k], s2[k], w, s, floor
+                    )
+                params.weight[k], params.offset[k], params.noise[k] = standardise_hidden(
+                    own, w, b, s
                 )
-            params.weight[k], params.offset[k], params.noise[k] = standardise_hidden(own, w, b, s)
     totals = np.maximum(totals, 1e-12 * totals.sum())
     params.log_weights[:] = np.log(totals / totals.sum())
 
