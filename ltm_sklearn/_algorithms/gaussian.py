@@ -878,10 +878,19 @@ def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
     d = tree.n_observed
     totals, s1, s2 = component_statistics(X, patterns, *moments, d, np.ascontiguousarray(resp.T))
     filled = totals > 1e-10 * max(resp.sum(), 1e-300)
-    if params.trees is None:  # one structure: every component at once
+    if params.trees is not None:
+        for k in np.flatnonzero(filled):
+            # below d + 1 rows the component's covariance is singular and its correlations
+            # all near +-1: the Chow-Liu tree would be an arbitrary pick among ties
+            if relearn and totals[k] > d:
+                params.trees[k] = chow_liu_from_statistics(totals[k], s1[k], s2[k], params.trees[k])
+    if params.trees is None or (params.groups is None and tree.n_nodes == d):
+        # every component at once: one structure, or trees of the columns alone (no
+        # hidden variable to rescale)
+        structure = tree if params.trees is None else list(params.trees)
         with np.errstate(divide="ignore", invalid="ignore"):
             safe = np.where(filled, totals, 1.0)
-            w, b, s = m_step(tree, safe, s1, s2, floor)
+            w, b, s = m_step(structure, safe, s1, s2, floor)
             if params.groups is not None:
                 s, corr = group_noise(tree, params.groups, safe, s1, s2, w, s, floor)
                 params.noise_corr[filled] = corr[filled]
@@ -894,30 +903,13 @@ def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
         )
     else:
         for k in np.flatnonzero(filled):
-            # below d + 1 rows the component's covariance is singular and its correlations
-            # all near +-1: the Chow-Liu tree would be an arbitrary pick among ties
-            if relearn and totals[k] > d:
-                params.trees[k] = chow_liu_from_statistics(totals[k], s1[k], s2[k], params.trees[k])
-        if params.groups is None and tree.n_nodes == d:
-            # trees of the columns alone (no hidden variable to rescale): all at once
-            with np.errstate(divide="ignore", invalid="ignore"):
-                w, b, s = m_step(list(params.trees), np.where(filled, totals, 1.0), s1, s2, floor)
-            params.weight[filled], params.offset[filled], params.noise[filled] = (
-                w[filled],
-                b[filled],
-                s[filled],
-            )
-        else:
-            for k in np.flatnonzero(filled):
-                own = params.trees[k]
-                w, b, s = m_step(own, totals[k], s1[k], s2[k], floor)
-                if params.groups is not None:
-                    s, params.noise_corr[k] = group_noise(
-                        own, params.groups, totals[k], s1[k], s2[k], w, s, floor
-                    )
-                params.weight[k], params.offset[k], params.noise[k] = standardise_hidden(
-                    own, w, b, s
+            own = params.trees[k]
+            w, b, s = m_step(own, totals[k], s1[k], s2[k], floor)
+            if params.groups is not None:
+                s, params.noise_corr[k] = group_noise(
+                    own, params.groups, totals[k], s1[k], s2[k], w, s, floor
                 )
+            params.weight[k], params.offset[k], params.noise[k] = standardise_hidden(own, w, b, s)
     totals = np.maximum(totals, 1e-12 * totals.sum())
     params.log_weights[:] = np.log(totals / totals.sum())
 
