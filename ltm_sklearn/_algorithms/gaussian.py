@@ -799,7 +799,8 @@ def fit_gaussian_tree(
     )
     if params.trees is not None:
         for k in range(K):
-            params.weight[k], params.offset[k], params.noise[k] = moment_start(trees[k], corr)
+            if trees[k] is not tree:  # the shared start is the first tree's already
+                params.weight[k], params.offset[k], params.noise[k] = moment_start(trees[k], corr)
     if K > 1:
         if labels is None:
             raise ValueError("n_components > 1 needs initial labels.")
