@@ -51,6 +51,8 @@ def _prim(D):
     """Prim's minimum spanning tree of a dense distance matrix, ``O(d^2)`` in ``d`` vector
     steps (ties go to the lowest node index)."""
     d = len(D)
+    if d == 0:
+        return []
     in_tree = np.zeros(d, dtype=bool)
     in_tree[0] = True
     best, link = D[0].copy(), np.zeros(d, dtype=np.int64)
