@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import lapack
 from scipy.optimize import lsq_linear
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order, minimum_spanning_tree
 from scipy.special import logsumexp
 
 from .._engine.threads import single_threaded
-from .structure.chow_liu import chow_liu, spanning_tree_edges
+from .._engine.tree import LatentTree
+from .structure.chow_liu import spanning_tree_edges
 from .structure.distances import pairwise_correlation
 
 __all__ = [
@@ -281,21 +280,6 @@ def _stacked(mean, cov):
     """``mean`` and ``cov`` with their leading dimensions flattened into one."""
     n = mean.shape[-1]
     return mean.reshape(-1, n), cov.reshape(-1, n, n)
-
-
-def _inverse_cholesky(block):
-    """``L^-1`` and ``log det`` of a covariance block ``L L^T`` (see :func:`_cholesky`)."""
-    chol = _cholesky(block)
-    return _triangular_inverse(chol), 2.0 * np.log(np.diag(chol)).sum()
-
-
-def _triangular_inverse(L, unit_diagonal=False):
-    """Inverse of a lower triangular matrix by LAPACK's ``trtri`` (the EM loop inverts
-    many small blocks, and a solve against the identity costs 3-4x more at 30-60 rows)."""
-    inv, info = lapack.dtrtri(L, lower=1, unitdiag=int(unit_diagonal))
-    if info != 0:
-        raise np.linalg.LinAlgError("singular triangular factor")
-    return inv
 
 
 def _logsumexp_rows(a):
@@ -562,10 +546,12 @@ def standardise_hidden(tree, weight, offset, noise):
     its children, and no likelihood. The coefficients may carry leading dimensions (the
     components of a mixture over one structure).
     """
+    weight, offset, noise = weight.copy(), offset.copy(), noise.copy()
+    if tree.n_nodes == tree.n_observed:
+        return weight, offset, noise
     inv = _tree_inverse(tree, weight)
     mean = np.einsum("...ij,...j->...i", inv, offset)
     var = np.einsum("...ij,...j->...i", inv * inv, noise)  # the covariance's diagonal
-    weight, offset, noise = weight.copy(), offset.copy(), noise.copy()
     hidden = np.zeros(tree.n_nodes, bool)
     hidden[tree.n_observed :] = True
     sd = np.sqrt(np.maximum(var, 1e-300))
@@ -639,10 +625,10 @@ def moment_start(tree, corr):
             lengths = lsq_linear(A.toarray(), np.asarray(target) * w, bounds, method="bvls").x
         else:
             lengths = lsq_linear(A, np.asarray(target) * w, bounds).x
-        span = minimum_spanning_tree(csr_matrix(2.0 - np.abs(corr[:d, :d])))
-        order, pred = breadth_first_order(span + span.T, 0, directed=False)
-        for v in order[1:]:
-            signs[v] = signs[pred[v]] * (1.0 if corr[v, pred[v]] >= 0 else -1.0)
+        span = LatentTree(spanning_tree_edges(1.0 - np.abs(corr[:d, :d])), d, root=0)
+        for v in span.preorder[1:]:
+            u = span.parent[v]
+            signs[v] = signs[u] * (1.0 if corr[v, u] >= 0 else -1.0)
     else:
         lengths = np.full(len(edge_of), -np.log(0.5))
     for v, e in edge_of.items():
@@ -857,8 +843,6 @@ def _extrapolate(tree, old, new, step, floor):
     out.noise[:] = np.maximum(np.exp(log_noise), floor)
     log_w = old.log_weights + step * (new.log_weights - old.log_weights)
     out.log_weights[:] = log_w - _logsumexp_rows(log_w[None])[0]
-    if tree.n_nodes == tree.n_observed:  # no hidden variable to rescale
-        return out
     if out.trees is None:
         out.weight[:], out.offset[:], out.noise[:] = standardise_hidden(
             tree, out.weight, out.offset, out.noise
@@ -895,8 +879,7 @@ def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
             if params.groups is not None:
                 s, corr = group_noise(tree, params.groups, safe, s1, s2, w, s, floor)
                 params.noise_corr[filled] = corr[filled]
-            if tree.n_nodes > d:
-                w, b, s = standardise_hidden(tree, w, b, s)
+            w, b, s = standardise_hidden(tree, w, b, s)
         params.weight[filled], params.offset[filled], params.noise[filled] = (
             w[filled],
             b[filled],
@@ -919,22 +902,22 @@ def chow_liu_from_statistics(total, s1, s2, previous=None):
     """The Gaussian Chow-Liu tree of weighted statistics of the observed columns.
 
     Gaussian mutual information ``-log(1 - rho^2) / 2`` from the correlations of
-    ``S2 / W - (S1 / W)^2``; the maximum spanning tree (:func:`chow_liu`). ``previous`` is
-    returned when it spans the same edges, so that unchanged structures stay the same
-    object.
+    ``S2 / W - (S1 / W)^2``; the maximum spanning tree (as
+    :func:`~ltm_sklearn.structure.chow_liu`). ``previous`` is returned when it spans the
+    same edges, so that unchanged structures stay the same object.
     """
     mean, cov = _expected_moments(total, s1, s2)
     sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
     rho = np.clip(cov / np.outer(sd, sd), -1.0 + 1e-12, 1.0 - 1e-12)
     info = -0.5 * np.log1p(-(rho**2))
     np.fill_diagonal(info, 0.0)
-    if previous is None:
-        return chow_liu(info)
     # the edges alone first: most M-steps keep the structure, and building a tree costs
     # more than finding its edges
-    if spanning_tree_edges(info.max() - info) == previous.edges:
+    edges = spanning_tree_edges(info.max() - info)
+    if previous is not None and edges == previous.edges:
         return previous
-    return chow_liu(info, feature_names=previous.feature_names)
+    names = None if previous is None else previous.feature_names
+    return LatentTree(edges, len(info), feature_names=names)
 
 
 def component_conditionals(Z, tree, trees, params, target):
