@@ -18,6 +18,7 @@ from sklearn.preprocessing import OneHotEncoder
 from test_reliability import sample
 
 from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, SpectralLatentTree
+from ltm_sklearn._estimators.base import BaseLatentTree
 from ltm_sklearn.datasets import (
     GaussianLatentTreeModel,
     GaussianLeafTreeModel,
@@ -550,6 +551,55 @@ def test_calibration_refits_the_joint_model_with_its_choices_on_every_row(monkey
     assert params["structure"] == every_row.structure_
     assert params["n_members"] == every_row.n_members_
     assert fold.n_hidden_states_ == every_row.n_hidden_states_
+
+
+def test_on_many_rows_the_pool_is_calibrated_on_the_joint_models_own_held_out_rows(
+    monkeypatch,
+):
+    """Above 2,000 rows the joint model is fitted once: the calibration reads the
+    held-out rows of its selection and the posteriors of the model that the selection
+    fitted on the rest, and the estimator then forgets that model. On fewer rows the
+    joint model is fitted again on a calibration fold."""
+    X, y, *_ = two_class_data(1100)
+    fits, taken, held_out = [], [], []
+
+    def recording(method, record):
+        def wrapper(*args, **kwargs):
+            record.append(method(*args, **kwargs))
+            return record[-1]
+
+        return wrapper
+
+    for cls, name, record in [
+        (LatentTreeClassifier, "_fit_joint", fits),
+        (LatentTreeClassifier, "_joint_held_out", held_out),
+        (BaseLatentTree, "_take_held_out_model", taken),
+    ]:
+        monkeypatch.setattr(cls, name, recording(getattr(cls, name), record))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
+    assert clf.model_ == "pooled" and len(fits) == 1 and fits[0] is clf.joint_estimator_
+    assert not hasattr(clf.joint_estimator_, "_held_out_fit")  # forgotten once read
+    ((split, model),) = taken
+    ((fold, log_proba),) = held_out
+    train, val, w_train, w_val = fold
+    # the fold is the selection's split (both classes have hundreds of rows)
+    np.testing.assert_array_equal(val, split.rows)
+    np.testing.assert_array_equal(w_val, split.weights)
+    np.testing.assert_array_equal(train, split.train)
+    np.testing.assert_array_equal(w_train, split.train_weights)
+    assert 0.1 < w_val.sum() / len(y) < 0.3
+    # the posteriors of the model of the training rows, not those of the final model
+    np.testing.assert_allclose(log_proba, clf._joint_log_proba(X[val], model))
+    assert np.max(np.abs(log_proba - clf._joint_log_proba(X[val]))) > 1e-3
+    assert set(clf.calibration_scores_) == {"default", "chosen"}
+    np.testing.assert_allclose(clf.predict_proba(X[:20]).sum(axis=1), 1.0)
+    fits.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X[:1800], y[:1800])
+    assert len(fits) == 2  # the joint model refitted on a calibration fold
 
 
 def test_default_joint_model_has_a_hidden_state_per_class():

@@ -312,6 +312,29 @@ def test_alpha_auto_chooses_the_prior_with_k_on_held_out_rows():
         KernelLatentTree(alpha="auto").fit(np.random.default_rng(0).normal(size=(50, 3)))
 
 
+def test_a_kept_held_out_model_is_the_selections_fit_of_its_training_rows():
+    """An estimator told to keep it (as LatentTreeClassifier does) keeps the model its
+    selection fitted on the training rows with the held-out split: that model scores the
+    chosen candidate's held-out log-likelihood on the split's rows, below the final
+    model fitted on every row; it is handed over once, and not kept by default."""
+    _, X, _ = _ground_truth(n=2000, states=3)
+    est = SpectralLatentTree(n_hidden_states="auto", random_state=0)
+    est._keeps_held_out_fit = True
+    est.fit(X)
+    split, model = est._take_held_out_model()
+    held = np.average(model.score_samples(X[split.rows]), weights=split.weights)
+    chosen = est.n_members_scores_[est.n_members_]  # of the members' plain average
+    assert est.n_members_ > 1 and chosen < held < chosen + 0.01  # weights fitted there
+    assert np.average(est.score_samples(X[split.rows]), weights=split.weights) > held
+    assert model.n_hidden_states_ == est.n_hidden_states_
+    assert 0.1 < split.weights.sum() / len(X) < 0.3
+    assert split.train_weights.sum() + split.weights.sum() == pytest.approx(len(X))
+    assert est._take_held_out_model() is None
+    plain = SpectralLatentTree(n_hidden_states="auto", random_state=0).fit(X)
+    assert plain._take_held_out_model() is None
+    np.testing.assert_array_equal(plain.score_samples(X[:50]), est.score_samples(X[:50]))
+
+
 def test_auto_hidden_states_needs_rows_to_hold_out():
     X = np.random.default_rng(0).integers(0, 2, (6, 4))
     with pytest.raises(ValueError, match="at least 10 rows"):

@@ -379,6 +379,7 @@ def select_model(est, moments, rng):
     name_best, k_best = top
     winner = fits[top]
     choice = ModelChoice(k_best, name_best, winner, float(train.sample_weight.sum()))
+    choice.held_out, choice.unseen_proba = held, unseen
     choice.structure_scores = {n: s for (n, k), s in scores.items() if k == k_best}
     if auto_k:
         for (_, k), s in scores.items():

@@ -43,6 +43,7 @@ exact log-likelihood of this normalised distribution, computed by message passin
 
 from __future__ import annotations
 
+import copy
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -112,6 +113,11 @@ class BaseLatentTree(
     #: whether a fit can go on from where it stopped (EM on category codes), so that the
     #: candidates of a selection can race; otherwise each is fitted once
     _resumable_fits = True
+    #: whether a fit with a selection keeps the selection's model of its training rows
+    #: with the held-out split (:meth:`_take_held_out_model`): set on an instance by
+    #: ``LatentTreeClassifier``, which calibrates its pool on those held-out rows instead
+    #: of fitting the model once more (a second set of tables, so not by default)
+    _keeps_held_out_fit = False
 
     _parameter_constraints: dict = {
         "n_hidden_states": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -326,6 +332,10 @@ class BaseLatentTree(
                     fitted = resumed
             fitted = self._fit_members(fitted, parameters, k, rng)
         self._set_fitted(fitted)
+        if self._keeps_held_out_fit and choice is not None and choice.held_out is not None:
+            trained = choice.model_of_training_rows()
+            if trained is not None:
+                self._held_out_fit = (choice.held_out, trained, choice.unseen_proba)
         release_buffers()
         if not fitted.converged:
             warnings.warn(
@@ -526,6 +536,22 @@ class BaseLatentTree(
         self.converged_ = fitted.converged
         for name, value in fitted.extras.items():
             setattr(self, name, value)
+
+    def _take_held_out_model(self):
+        """``(split, model)``: the held-out split of this fit's selection (a
+        :class:`~.selection.HeldOutSplit` of the rows given to ``fit``) and a copy of the
+        estimator with the model the selection fitted on the split's training rows; or
+        ``None`` when the fit kept none (:attr:`_keeps_held_out_fit`). The estimator
+        forgets it."""
+        kept = self.__dict__.pop("_held_out_fit", None)
+        if kept is None:
+            return None
+        split, fitted, unseen_proba = kept
+        model = copy.copy(self)
+        model.tree_ = fitted.tree
+        model._set_fitted(fitted)
+        model.unseen_proba_ = unseen_proba
+        return split, model
 
     # ------------------------------------------------------------------ scoring
     def _held_out_log_likelihood(self, fitted, moments, rows, unseen_proba):

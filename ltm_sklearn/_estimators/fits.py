@@ -35,7 +35,10 @@ class FittedModel:
 class ModelChoice:
     """What a selection chose (:func:`~.auto_fit.select_model`), for ``fit`` to
     assign: ``k'``, the structure, the fit on the training rows (and the members), the
-    held-out scores of every candidate, and the training weight of the selection."""
+    held-out scores of every candidate, and the training weight of the selection;
+    ``held_out`` and ``unseen_proba``: the selection's split (a
+    :class:`~.selection.HeldOutSplit`) and the unseen-category probabilities of its
+    training rows."""
 
     k: int
     structure: str
@@ -52,6 +55,15 @@ class ModelChoice:
     members: list | None = None
     member_scores: dict | None = None
     member_weights: np.ndarray | None = None
+    held_out: object = None
+    unseen_proba: np.ndarray | None = None
+
+    def model_of_training_rows(self):
+        """The chosen model as the selection fitted it on its training rows: the fit, or
+        the average of its members."""
+        if self.members and len(self.members) > 1:
+            return average_fits(self.members, self.member_weights)
+        return self.fit
 
 
 def average_fits(fits, weights=None):

@@ -19,6 +19,7 @@ __all__ = [
 #: private state of a fit, beside its public attributes (names with a trailing underscore)
 _PRIVATE_FIT_STATE = (
     "_leaves",
+    "_held_out_fit",
     "_stream",
     "_stream_declared",
     "_stream_stale",
