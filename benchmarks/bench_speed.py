@@ -2,8 +2,8 @@
 
 Rows (each a default fit with ``n_hidden_states="auto"`` unless said otherwise):
 
-* ``digits``: the README demo's fit, ``SpectralLatentTree(n_hidden_states="auto",
-  random_state=0)`` on scikit-learn's digits cut into three grey levels (1,257 training
+* ``digits``: the digits demo's fit (``examples/demo_digits.py``),
+  ``SpectralLatentTree(n_hidden_states="auto", random_state=0)`` on scikit-learn's digits cut into three grey levels (1,257 training
   rows x 64 columns), scored on the demo's 30% test rows; beside it the GMM BIC grid a
   user would run instead (``GaussianMixture``, 1-10 components, full covariances, on
   the same rows as numbers);
@@ -57,7 +57,7 @@ ROWS = ("digits", "gmm-digits", "grid-digits", "truth-k3") + tuple(
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
 CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
 #: the labels of the main table (the digits summary lists every label measured)
-REPORTED = ("before", "segain", "moments", "blocks", "float32")
+REPORTED = ("before", "segain", "moments", "blocks", "float32", "now")
 VS_ROWS = (
     ("spectral-1e5",)
     + tuple(f"gauss-{t}" for t in NUMERIC)
@@ -285,6 +285,7 @@ def report():
         "moments": 9,
         "blocks": 10,
         "float32": 11,
+        "now": 12,
     }
     everything = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 9), s))
     labels = [label for label in everything if label in REPORTED]
@@ -325,8 +326,11 @@ def report():
             "bcca079, in which the moment starts decompose all hidden nodes together; "
             "`blocks` commit 31ad703, in which the message passes work on row blocks of "
             "2^14 message elements instead of 2^16 (an E-step at k' = 16-32 on the density "
-            "sets takes 1.2-1.5x less time); `float32` the current code, in which EM's "
-            "messages are float32 from k' = 2 (4 before). `moments` and `blocks` ran in "
+            "sets takes 1.2-1.5x less time); `float32` commit 3aaee0d, in which EM's "
+            "messages are float32 from k' = 2 (4 before); `now` the current code (its "
+            "path for these fits differs from `float32` only in the spanning trees of "
+            "the structures, found by a dense Prim's algorithm: the same trees), run in a "
+            "later session. `moments` and `blocks` ran in "
             "one session, interleaved row by row, and `float32` right after them; the "
             "other cells come from earlier sessions (the "
             "machine's speed drifts by up to 2x between sessions: compare cells measured "
