@@ -581,6 +581,7 @@ def test_on_many_rows_the_pool_is_calibrated_on_the_joint_models_own_held_out_ro
         clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0).fit(X, y)
     assert clf.model_ == "pooled" and len(fits) == 1 and fits[0] is clf.joint_estimator_
     assert not hasattr(clf.joint_estimator_, "_held_out_fit")  # forgotten once read
+    assert "_keeps_held_out_fit" not in vars(clf.joint_estimator_)  # a later fit keeps none
     ((split, model),) = taken
     ((fold, log_proba),) = held_out
     train, val, w_train, w_val = fold

@@ -493,9 +493,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             mask = categorical_mask(X, base.categorical_features)
             params["categorical_features"] = np.append(mask, True)
         est = clone(base).set_params(**params)
-        if keep and isinstance(est, BaseLatentTree):
-            est._keeps_held_out_fit = True
-        return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
+        if not (keep and isinstance(est, BaseLatentTree)):
+            return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
+        est._keeps_held_out_fit = True  # for this fit only
+        try:
+            return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
+        finally:
+            del est._keeps_held_out_fit
 
     def _joint_states(self, base, n_rows):
         """``k'`` of the default estimator's joint model: its own, raised to the number
