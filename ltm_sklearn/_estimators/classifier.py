@@ -118,15 +118,15 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     Measured (stratified 5-fold log-loss, the default estimator;
     ``benchmarks/bench_classify.py``): the per-class models lead on tables whose classes
-    differ in structure (lymphography 0.025 against one-hot ``LogisticRegression``'s
-    0.071), the joint model where the classes share it (german 0.533 against 0.542 per
+    differ in structure (lymphography 0.021 against one-hot ``LogisticRegression``'s
+    0.071), the joint model where the classes share it (german 0.531 against 0.542 per
     class). The calibrated pool follows the better part: it is at or below the better of
     ``CategoricalNB`` and ``LogisticRegression`` on six of the seven bundled categorical
-    tables (breast 0.556, monk2 0.052, car 0.051, lymphography 0.012, contraceptive
+    tables (breast 0.556, monk2 0.052, car 0.051, lymphography 0.011, contraceptive
     1.013, german 0.513) and above it on marketing (1.757 against 1.752; its nine
     classes need the joint model's state per class: 1.794 with k' = 2); so it is the
-    default. ``n_hidden_states="auto"`` leads on marketing (1.706) and german (0.512) in
-    five to eight times the fit. ``model="select"`` costs about four times the
+    default. ``n_hidden_states="auto"`` leads on marketing (1.707) and german (0.512) in
+    four to seven times the fit. ``model="select"`` costs about four times the
     fit. Gradient boosting wins the two tables whose class is a rule of the columns
     (monk2 0.0005, car 0.014).
 
