@@ -314,9 +314,10 @@ def test_alpha_auto_chooses_the_prior_with_k_on_held_out_rows():
 
 def test_a_kept_held_out_model_is_the_selections_fit_of_its_training_rows():
     """An estimator told to keep it (as LatentTreeClassifier does) keeps the model its
-    selection fitted on the training rows with the held-out split: that model scores the
-    chosen candidate's held-out log-likelihood on the split's rows, below the final
-    model fitted on every row; it is handed over once, and not kept by default."""
+    selection fitted on the training rows with the held-out split: on the split's rows
+    that model scores a little above the plain average of the chosen members (its mixture
+    weights are fitted there) and below the final model fitted on every row; it is handed
+    over once, and not kept by default."""
     _, X, _ = _ground_truth(n=2000, states=3)
     est = SpectralLatentTree(n_hidden_states="auto", random_state=0)
     est._keeps_held_out_fit = True
