@@ -276,6 +276,13 @@ def _observed_factors(cov, obs):
     return np.linalg.inv(chol), logdet
 
 
+def _pattern_factors(patterns, cov):
+    """Per pattern (:class:`_Pattern`), :func:`_observed_factors` of the stacked
+    covariances ``cov``, or ``None`` for a pattern without observed entries: computed once
+    an EM iteration, for the densities and then the expected statistics."""
+    return [_observed_factors(cov, p.obs) if p.obs.size else None for p in patterns]
+
+
 def _stacked(mean, cov):
     """``mean`` and ``cov`` with their leading dimensions flattened into one."""
     n = mean.shape[-1]
@@ -312,9 +319,10 @@ def _cholesky(block):
     raise np.linalg.LinAlgError("covariance block not positive definite even with jitter")
 
 
-def component_log_density(X, patterns, mean, cov, n_observed):
+def component_log_density(X, patterns, mean, cov, n_observed, factors=None):
     """Log-density of every row of ``X`` (NaN marginalised) under one component, or under
-    each of a stack of them (``mean`` of shape (..., n_nodes): the output (..., n_rows)).
+    each of a stack of them (``mean`` of shape (..., n_nodes): the output (..., n_rows));
+    ``factors``: the patterns' :func:`_pattern_factors`, when already computed.
 
     The quadratic form ``(x - mu)^T P (x - mu)`` of each pattern's precision ``P`` is
     expanded as ``x^T P x - 2 x^T P mu + mu^T P mu``: the row products ``x_i x_j``
@@ -323,10 +331,12 @@ def component_log_density(X, patterns, mean, cov, n_observed):
     batch = mean.shape[:-1]
     mean, cov = _stacked(mean, cov)
     out = np.zeros((len(mean), len(X)))
-    for p in _designs(X, patterns):
-        if not p.obs.size:
+    patterns = _designs(X, patterns)
+    factors = _pattern_factors(patterns, cov) if factors is None else factors
+    for p, factor in zip(patterns, factors):
+        if factor is None:
             continue
-        inv_chol, logdet = _observed_factors(cov, p.obs)
+        inv_chol, logdet = factor
         prec = np.swapaxes(inv_chol, -1, -2) @ inv_chol
         mu = mean[:, p.obs]
         pm = np.einsum("kij,kj->ki", prec, mu)
@@ -356,7 +366,7 @@ def component_moments(tree, params):
     return joint_moments(trees, params.weight, params.offset, params.noise, params.noise_corr)
 
 
-def component_statistics(X, patterns, mean, cov, n_observed, resp):
+def component_statistics(X, patterns, mean, cov, n_observed, resp, factors=None):
     """Expected sufficient statistics of one component for EM, or of each of a stack.
 
     For each pattern of observed entries ``O`` the other nodes ``M`` (hidden variables
@@ -373,7 +383,8 @@ def component_statistics(X, patterns, mean, cov, n_observed, resp):
 
     ``mean`` (..., n_nodes), ``cov`` (..., n_nodes, n_nodes) and ``resp`` (..., n_rows)
     may carry leading dimensions (the components of a mixture), and then so do
-    ``W`` (...), ``S1`` (..., n_nodes) and ``S2`` (..., n_nodes, n_nodes).
+    ``W`` (...), ``S1`` (..., n_nodes) and ``S2`` (..., n_nodes, n_nodes). ``factors``:
+    the patterns' :func:`_pattern_factors`, when already computed.
     """
     batch = mean.shape[:-1]
     n = mean.shape[-1]
@@ -383,7 +394,9 @@ def component_statistics(X, patterns, mean, cov, n_observed, resp):
     s1 = np.zeros((K, n))
     s2 = np.zeros((K, n, n))
     total = np.zeros(K)
-    for p in _designs(X, patterns):
+    patterns = _designs(X, patterns)
+    factors = _pattern_factors(patterns, cov) if factors is None else factors
+    for p, factor in zip(patterns, factors):
         r = resp[:, p.rows] if len(p.rows) < resp.shape[1] else resp
         w = r.sum(axis=-1)
         full = np.zeros(n, bool)
@@ -407,7 +420,7 @@ def component_statistics(X, patterns, mean, cov, n_observed, resp):
             C -= ax[:, :, None] * mu[:, None, :] + mu[:, :, None] * ax[:, None, :]
             C += w[:, None, None] * (mu[:, :, None] * mu[:, None, :])
             a = ax - w[:, None] * mu
-            inv_chol = _observed_factors(cov, obs)[0]
+            inv_chol = factor[0]
             cross = cov[:, obs[:, None], other]
             gain = np.swapaxes(inv_chol, -1, -2) @ (inv_chol @ cross)  # S_OO^-1 S_OM
             CG = C @ gain
@@ -791,7 +804,8 @@ def fit_gaussian_tree(
         if labels is None:
             raise ValueError("n_components > 1 needs initial labels.")
         resp = sw[:, None] * (np.asarray(labels)[:, None] == np.arange(K))
-        _m_steps(tree, X, patterns, params, component_moments(tree, params), resp, floor, relearn)
+        moments = (*component_moments(tree, params), None)
+        _m_steps(tree, X, patterns, params, moments, resp, floor, relearn)
     return _run_em(X, tree, patterns, params, sw, floor, max_iter, tol, relearn)
 
 
@@ -826,12 +840,15 @@ def _run_em(X, tree, patterns, params, sw, floor, max_iter, tol, relearn):
 
 
 def _evaluate(X, tree, patterns, params, sw):
-    """Joint moments of the components, ``log p(k, x)`` and ``log p(x)`` per row and the
-    mean log-likelihood."""
-    moments = component_moments(tree, params)
-    joint = params.log_weights + component_log_density(X, patterns, *moments, tree.n_observed).T
+    """Joint moments of the components with the factors of their observed blocks
+    (``(mean, cov, factors)``, see :func:`_m_steps`), ``log p(k, x)`` and ``log p(x)`` per
+    row and the mean log-likelihood."""
+    mean, cov = component_moments(tree, params)
+    factors = _pattern_factors(patterns, cov)
+    densities = component_log_density(X, patterns, mean, cov, tree.n_observed, factors)
+    joint = params.log_weights + densities.T
     log_p = _logsumexp_rows(joint)
-    return moments, joint, log_p, float(sw @ log_p / sw.sum())
+    return (mean, cov, factors), joint, log_p, float(sw @ log_p / sw.sum())
 
 
 def _extrapolate(tree, old, new, step, floor):
@@ -859,9 +876,12 @@ def _m_steps(tree, X, patterns, params, moments, resp, floor, relearn=False):
     """One M-step of every component (in place), hidden variables standardised; with
     ``relearn``, each component's tree first becomes the Chow-Liu tree of its statistics
     (when they weigh more than ``d`` rows). A component without weight keeps its
-    coefficients."""
+    coefficients. ``moments``: the components' ``(mean, cov, factors)`` (``factors``
+    from :func:`_pattern_factors`, or ``None``)."""
     d = tree.n_observed
-    totals, s1, s2 = component_statistics(X, patterns, *moments, d, np.ascontiguousarray(resp.T))
+    mean, cov, factors = moments
+    resp_t = np.ascontiguousarray(resp.T)
+    totals, s1, s2 = component_statistics(X, patterns, mean, cov, d, resp_t, factors)
     filled = totals > 1e-10 * max(resp.sum(), 1e-300)
     if params.trees is not None:
         for k in np.flatnonzero(filled):
