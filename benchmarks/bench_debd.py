@@ -53,7 +53,7 @@ from ltm_sklearn._algorithms.em import (  # noqa: E402
     unique_rows,  # noqa: E402
 )
 from ltm_sklearn._engine.evidence import CodeEvidence  # noqa: E402
-from ltm_sklearn._engine.inference import _block_rows, expected_counts  # noqa: E402
+from ltm_sklearn._engine.inference import _block_rows, _plan, expected_counts  # noqa: E402
 from ltm_sklearn._engine.moments import MomentEstimator  # noqa: E402
 from ltm_sklearn.datasets import DEBD_PUBLISHED, DEBD_SETS, load_debd  # noqa: E402
 from ltm_sklearn.structure import hidden_chow_liu, mutual_information  # noqa: E402
@@ -265,7 +265,7 @@ def run_engine(name):
                 times.append(time.perf_counter() - t0)
             seconds = min(times)
             rate = flops / seconds
-            numpy_rate = _numpy_rate(k, _block_rows(k), dtype)
+            numpy_rate = _numpy_rate(k, _block_rows(_plan(tree, root, cpts)), dtype)
             records.append(
                 {
                     "k": k,

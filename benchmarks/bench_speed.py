@@ -3,10 +3,10 @@
 Rows (each a default fit with ``n_hidden_states="auto"`` unless said otherwise):
 
 * ``digits``: the digits demo's fit (``examples/demo_digits.py``),
-  ``SpectralLatentTree(n_hidden_states="auto", random_state=0)`` on scikit-learn's digits cut into three grey levels (1,257 training
-  rows x 64 columns), scored on the demo's 30% test rows; beside it the GMM BIC grid a
-  user would run instead (``GaussianMixture``, 1-10 components, full covariances, on
-  the same rows as numbers);
+  ``SpectralLatentTree(n_hidden_states="auto", random_state=0)`` on scikit-learn's digits
+  cut into three grey levels (1,257 training rows x 64 columns), scored on the demo's 30%
+  test rows; beside it the GMM BIC grid a user would run instead (``GaussianMixture``,
+  1-10 components, full covariances, on the same rows as numbers);
 * ``grid-digits``: the demo's grid search over ``k'`` on the same rows,
   ``GridSearchCV(SpectralLatentTree(structure="nj"), {"n_hidden_states": [1, 2, 3, 4]},
   cv=5, n_jobs=-1)`` (20 fits at a given ``k'``), scored with the best estimator;

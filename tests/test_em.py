@@ -622,6 +622,32 @@ def test_batched_leaf_messages_and_counts_equal_the_per_leaf_ones(k):
     assert ev._stacks  # some leaves were batched
 
 
+def test_small_trees_get_larger_row_blocks_that_sum_to_the_same_counts(monkeypatch):
+    def plan_of(model):
+        return inference._plan(model.tree, model.root_marginal, model.cpts)
+
+    small = LatentTreeModel.random(balanced_binary_tree(16), 2, 4, random_state=0)
+    large = LatentTreeModel.random(balanced_binary_tree(128), 24, 2, random_state=0)
+    # 16 leaves at k' = 2: 90 elements of messages and node pools a row, so 2^21 over the
+    # tree is more rows than 2^14 of the largest message (4 states); capped
+    assert inference._block_rows(plan_of(small)) == inference.BLOCK_ROWS
+    # 128 leaves at k' = 24: 2^14 elements of a message are more rows
+    assert inference._block_rows(plan_of(large)) == (1 << 14) // 24
+    X = small.sample(3000, random_state=0)
+    codes, w = X.T.astype(np.int64), np.linspace(0.5, 2.0, 3000)
+    evidence = CodeEvidence(codes, small.n_states[:16])
+    one = expected_counts(small.tree, small.root_marginal, small.cpts, evidence, w, n_jobs=2)
+    # blocks of the least number of rows: six of them, summed in threads
+    monkeypatch.setattr(inference, "_TREE_ELEMENTS", 0)
+    monkeypatch.setattr(inference, "_MESSAGE_ELEMENTS", 4)
+    assert inference._block_rows(plan_of(small)) == inference._MIN_BLOCK_ROWS == 512
+    several = expected_counts(small.tree, small.root_marginal, small.cpts, evidence, w, n_jobs=2)
+    np.testing.assert_allclose(one[0], several[0], rtol=1e-12)
+    np.testing.assert_allclose(one[1], several[1], rtol=1e-12)
+    for u in one[2]:
+        np.testing.assert_allclose(one[2][u], several[2][u], rtol=1e-10, atol=1e-12)
+
+
 def test_block_threads_default_to_the_cores_within_omp_num_threads(monkeypatch):
     from joblib import cpu_count
 

@@ -53,14 +53,19 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- passes
-#: elements (states x rows) of one message in a block (rows per block between MIN and
-#: BLOCK_ROWS): a level of the passes works on all its nodes' messages at once, so its
-#: working set is this times the nodes of the level. Measured on one thread (float32,
-#: hidden Chow-Liu trees): an E-step on plants at k' = 16 / 24 / 32 took 59 / 81 / 108 ms
-#: with 1 << 14 against 70 / 113 / 152 ms with 1 << 16, on jester at k' = 24 122 against
-#: 186 ms; 1 << 13 was as fast, and on the 989 distinct rows of the digits (one block
-#: either way up to k' = 16) the times were the same
-_BLOCK_ELEMENTS = 1 << 14
+#: rows per block (between MIN and BLOCK_ROWS): the more of ``2^14`` elements (states x rows)
+#: of the largest message and ``2^21`` of all the messages and node pools of the tree. A
+#: level of the passes works on all its nodes' messages at once, so its working set is the
+#: block's rows times k' times the level's nodes. Measured on one thread (float32, hidden
+#: Chow-Liu trees): an E-step on plants at k' = 16 / 24 / 32 took 59 / 81 / 108 ms with
+#: 2^14 elements of the largest message against 70 / 113 / 152 ms with 2^16, on jester at
+#: k' = 24 122 against 186 ms; 2^13 was as fast. On a small tree that size makes NumPy calls
+#: too small for two threads to share the interpreter: on a 16-leaf tree with 100,000
+#: distinct rows, in two threads, blocks of 2^21 elements of the whole tree took 15.5 /
+#: 18.7 / 33.5 / 79 ms at k' = 2 / 4 / 8 / 16 against 24.3 / 28.1 / 47.6 / 121 ms
+#: (1,000-4,000 rows a block), while on the density sets' trees 2^21 was no faster
+_MESSAGE_ELEMENTS = 1 << 14
+_TREE_ELEMENTS = 1 << 21
 _MIN_BLOCK_ROWS = 512
 
 
@@ -286,9 +291,10 @@ def _take(pool, index, out):
     return np.take(pool, index, axis=0, out=out, mode="clip")
 
 
-def _block_rows(tree_states):
-    """Rows per block for messages of at most ``tree_states`` states."""
-    rows = _BLOCK_ELEMENTS // max(int(tree_states), 1)
+def _block_rows(plan):
+    """Rows per block of the passes of ``plan``."""
+    width = sum(k * m for pools in (plan.slots, plan.rows) for k, m in pools.items())
+    rows = max(_MESSAGE_ELEMENTS // int(plan.states.max()), _TREE_ELEMENTS // max(width, 1))
     return int(min(BLOCK_ROWS, max(_MIN_BLOCK_ROWS, rows)))
 
 
@@ -307,7 +313,7 @@ def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, dtyp
         cpts = stacked_tables(tree, root_marginal, cpts, dtype)
     plan = cpts.plan
     tables = plan.cast(root_marginal, cpts.stacks, dtype)
-    blocks, jobs = _rows(evidence.n_rows, n_jobs, _block_rows(plan.states.max()))
+    blocks, jobs = _rows(evidence.n_rows, n_jobs, _block_rows(plan))
 
     def call(s):
         w = None if weights is None else weights[s]
