@@ -1,5 +1,7 @@
 """The selection engine: held-out split, tie rule, growth, racing, EM's early stopping."""
 
+import contextlib
+import io
 import re
 import warnings
 
@@ -458,18 +460,25 @@ def test_a_gain_counts_only_beyond_one_standard_error():
     assert not gains_beyond_se("b", "a", {"a": 0.0, "b": 0.0}, same, weights)
 
 
-@pytest.mark.slow
-def test_auto_ladder_grows_beyond_16_states_only_after_a_gain_beyond_the_noise(capsys):
-    digits = load_digits()  # the README demo's training rows
+@pytest.fixture(scope="module")
+def digits_demo_fit():
+    """The digits demo's automatic fit (one member) and what it printed."""
+    digits = load_digits()  # the demo's training rows
     X = np.digitize(digits.data, [1, 9])
     X, _ = train_test_split(X, test_size=0.3, stratify=digits.target, random_state=0)
     est = SpectralLatentTree(n_hidden_states="auto", n_members=1, random_state=0, verbose=1)
-    est.fit(X)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        est.fit(X)
+    return est, printed.getvalue()
+
+
+@pytest.mark.slow
+def test_auto_ladder_grows_beyond_16_states_only_after_a_gain_beyond_the_noise(digits_demo_fit):
+    est, printed = digits_demo_fit
     gains = {
         int(k): (float(g), float(se))
-        for k, g, se in re.findall(
-            r"k'=(\d+): gain (-?[\d.]+) \(s\.e\. ([\d.]+)\)", capsys.readouterr().out
-        )
+        for k, g, se in re.findall(r"k'=(\d+): gain (-?[\d.]+) \(s\.e\. ([\d.]+)\)", printed)
     }
     tried = sorted(est.n_hidden_states_scores_)
     assert tried[-1] > 16 and set(tried[1:]) == set(gains)
@@ -478,3 +487,25 @@ def test_auto_ladder_grows_beyond_16_states_only_after_a_gain_beyond_the_noise(c
             assert gains[below][0] > gains[below][1], (k, gains)
     # and here the last level is one within the noise (k' = 32: 0.0004, s.e. 0.05)
     assert gains[tried[-1]][0] <= gains[tried[-1]][1], gains
+
+
+@pytest.mark.slow
+def test_a_moment_started_finalist_far_behind_is_not_run_on(digits_demo_fit):
+    # the finalists get one rung of EM iterations at equal effort; the fit at k' = 3 (the
+    # most states the moments of 3-category columns identify) then trails the leader
+    # beyond its standard errors and by more than that rung gained it: it stops there
+    est, printed = digits_demo_fit
+    runs = [
+        (int(k), float(before), float(after))
+        for k, before, after in re.findall(
+            r"k'=(\d+), \w+: held-out (-[\d.]+) before, (-[\d.]+) after \d+ EM", printed
+        )
+    ]
+    first_rung = runs[: len({k for k, _, _ in runs})]
+    started = [r for r in first_rung if r[0] <= 3]
+    assert started, runs  # a moment-started finalist
+    (k, before, after) = started[0]
+    lead = max(a for _, _, a in first_rung)
+    assert lead - after > after - before > 0
+    assert [r[0] for r in runs].count(k) == 1  # not run on
+    assert est.n_hidden_states_ > 16
