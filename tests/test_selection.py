@@ -18,7 +18,13 @@ from ltm_sklearn import (
     QuartetTreeLearner,
     SpectralLatentTree,
 )
-from ltm_sklearn._algorithms.em import EarlyStopping, fit_em, node_states, random_cpts
+from ltm_sklearn._algorithms.em import (
+    EarlyStopping,
+    EMState,
+    fit_em,
+    node_states,
+    random_cpts,
+)
 from ltm_sklearn._engine.evidence import CodeEvidence
 from ltm_sklearn._engine.inference import log_likelihood
 from ltm_sklearn._engine.row_keys import row_keys
@@ -118,6 +124,44 @@ def test_held_out_split_does_not_depend_on_the_order_of_the_rows():
 def _ground_truth(seed=0, n=4000, k=3, states=4):
     model = LatentTreeModel.random(balanced_binary_tree(8), k, states, random_state=seed)
     return model, model.sample(n, random_state=seed), model.sample(2000, random_state=seed + 1)
+
+
+@pytest.mark.parametrize("every", [1, 5])
+def test_em_goes_on_from_its_state_as_one_run(every):
+    model, X, X_val = _ground_truth(n=600)
+    tree = model.tree
+    n_states = node_states(tree, np.full(8, 4), 6)  # more states than the truth: it overfits
+    root, cpts = random_cpts(tree, n_states, 0)
+    codes, val = X.T.astype(np.int64), X_val.T.astype(np.int64)
+    ev, ev_val = CodeEvidence(codes, np.full(8, 4)), CodeEvidence(val, np.full(8, 4))
+
+    def stopping():
+        return EarlyStopping(
+            lambda r, c: log_likelihood(tree, r, c, ev_val).mean(), every=every, patience=3
+        )
+
+    def run(max_iter, state=None):
+        return fit_em(
+            tree, root, cpts, ev, np.ones(600), max_iter=max_iter, tol=0, alpha=0.5,
+            early_stopping=stopping(), state=state,
+        )  # fmt: skip
+
+    whole = run(500)
+    assert whole[4] and 6 < whole[3] < 500  # stopped by the held-out rule
+    state, runs = EMState(), []
+    for _ in range(200):  # runs of 3 E-steps, each from where the last one ended
+        runs.append(run(3, state))
+        if runs[-1][4]:
+            break
+    last = runs[-1]
+    assert sum(r[3] for r in runs) == whole[3] and len(runs) > 2
+    assert last[2] == whole[2]
+    np.testing.assert_array_equal(last[0], whole[0])
+    for u in whole[1]:
+        np.testing.assert_array_equal(last[1][u], whole[1][u])
+    # a run given an empty state fills it and is the run without one
+    fresh = run(3, EMState())
+    np.testing.assert_array_equal(fresh[0], runs[0][0])
 
 
 def test_early_stopping_returns_the_best_held_out_parameters():

@@ -31,6 +31,7 @@ __all__ = [
     "log_prior",
     "pseudo_counts",
     "fit_em",
+    "EMState",
     "minibatch_em",
     "random_cpts",
     "node_states",
@@ -444,6 +445,13 @@ class EarlyStopping:
         self.n_readings = 0
         self._stale = 0
 
+    def snapshot(self):
+        """The readings so far, for :meth:`restore` (an EM run going on: :class:`EMState`)."""
+        return (self.best_score, self.best_iter, self.best, self.n_readings, self._stale)
+
+    def restore(self, snapshot):
+        self.best_score, self.best_iter, self.best, self.n_readings, self._stale = snapshot
+
     def update(self, n_iter, root_marginal, cpts, objective, force=False):
         """Read the score after ``n_iter`` steps (every ``every`` steps, or with
         ``force``); ``True`` when EM should stop."""
@@ -464,6 +472,25 @@ class EarlyStopping:
         return self._stale >= self.patience
 
 
+class EMState:
+    """Where an EM run of :func:`fit_em` ended, for another run to go on from exactly
+    there: the last parameters (not the best held-out reading that the run returns),
+    the over-relaxed step, the accepted steps and the held-out rule's readings. A run
+    given an empty state fills it; given a filled one, it goes on from it as if it had
+    not stopped, and fills it again. Two runs of 50 E-steps then make the run of 100."""
+
+    def __init__(self):
+        self.root_marginal = None
+        self.cpts = None
+        self.step = 1.0
+        self.accepted = 0
+        self.monitor = None
+
+    @property
+    def started(self):
+        return self.root_marginal is not None
+
+
 def fit_em(
     tree,
     root_marginal,
@@ -480,6 +507,7 @@ def fit_em(
     dtype=np.float64,
     early_stopping=None,
     entropy=0.0,
+    state=None,
 ):
     """Iterate (over-relaxed) EM from a starting point.
 
@@ -529,6 +557,10 @@ def fit_em(
         the parameters of its best reading are returned (``converged`` is then true).
     entropy : float, default=0.0
         Strength of the entropy regulariser (nats of objective per nat of entropy).
+    state : EMState, default=None
+        Filled with where the run ended; if already filled, the run goes on from it
+        (its parameters replace ``root_marginal, cpts``, and the first E-step, which
+        recomputes where the last run ended, is not counted in ``n_iter``).
 
     Returns
     -------
@@ -543,6 +575,9 @@ def fit_em(
     """
     if max_iter == 0:
         return root_marginal, cpts, float("nan"), 0, True, []
+    going_on = state is not None and state.started
+    if going_on:
+        root_marginal, cpts = state.root_marginal, state.cpts
     root_alpha, alphas = pseudo_counts(tree, alpha, root_marginal, cpts)
     total = float(np.sum(weights)) if weights is not None else evidence.total_weight
     # the parameters stay stacked as the passes read them (StackedTables) from here on
@@ -575,10 +610,14 @@ def fit_em(
     history = [objective]
     n_iter, step, converged = 1, 1.0, False
     monitor = early_stopping
-    if monitor is not None:
+    accepted, stopped = 0, False
+    if going_on:
+        n_iter, step, accepted = 0, state.step, state.accepted
+        if monitor is not None and state.monitor is not None:
+            monitor.restore(state.monitor)
+    elif monitor is not None:
         monitor.reset()
         monitor.update(0, root_marginal, tables, objective, force=True)
-    accepted, stopped = 0, False
     while n_iter < max_iter:
         cand_root = _relax(root_marginal, update[0], step)
         cand = tables.like(_relax_stacks(tables.shapes, update[1], step))
@@ -604,6 +643,10 @@ def fit_em(
         else:
             step = 1.0
     cpts = tables.to_dict()
+    if state is not None:
+        state.root_marginal, state.cpts = root_marginal, cpts
+        state.step, state.accepted = step, accepted
+        state.monitor = None if monitor is None else monitor.snapshot()
     if monitor is not None:
         if not stopped and (monitor.best is None or monitor.best_iter != accepted):
             # the last ones were not read
@@ -714,6 +757,7 @@ def polish(
     dtype=np.float64,
     early_stopping=None,
     entropy=0.0,
+    state=None,
 ):
     """EM from a starting point on category codes, identical rows merged, softened by
     ``softening`` (:class:`~ltm_sklearn._engine.evidence.CodeEvidence`), with the entropy
@@ -739,23 +783,29 @@ def polish(
     kept; with one, the starts are compared on the subsample's training objective and
     the kept one stops on it over all the rows.
 
+    ``state`` (:class:`EMState`, one start only) is passed to the EM run on all the
+    rows: filled, that run goes on from it, with no subsample stage.
+
     Returns what :func:`fit_em` returns for the kept start, and the start's index
     (0 = ``root_marginal, cpts``; ``i`` = ``others[i - 1]``).
     """
     starts = [(root_marginal, cpts), *others]
     if max_iter == 0:  # the start is kept: no need to merge the rows
         return (*fit_em(tree, root_marginal, cpts, None, weights, max_iter=0), 0)
+    if state is not None and others:
+        raise ValueError("An EM state goes with one start.")
     options = dict(
         max_iter=max_iter, tol=tol, verbose=verbose, n_jobs=n_jobs, dtype=dtype, entropy=entropy
     )
     c, w = unique_rows(codes, weights)
     full = CodeEvidence(c, n_states, softening=softening)
+    on_all_rows = dict(alpha=alpha, early_stopping=early_stopping, state=state, **options)
+    if state is not None and state.started:
+        return (*fit_em(tree, root_marginal, cpts, full, w, **on_all_rows), 0)
     if w.size <= 2 * STAGE_ROWS:
         fits, held = [], []
         for s in starts:
-            fits.append(
-                fit_em(tree, *s, full, w, alpha=alpha, early_stopping=early_stopping, **options)
-            )
+            fits.append(fit_em(tree, *s, full, w, **on_all_rows))
             held.append(0.0 if early_stopping is None else early_stopping.best_score)
         # the best training objective, or the best held-out score with early stopping
         best = max(range(len(fits)), key=lambda i: (held[i], fits[i][2], -i))
@@ -775,9 +825,7 @@ def polish(
             f"EM on a subsample of {STAGE_ROWS} rows: {n_iter} iterations, objective "
             f"{objective:.6f} nats/row (start {best} of {len(starts)})"
         )
-    final = fit_em(
-        tree, root_marginal, cpts, full, w, alpha=alpha, early_stopping=early_stopping, **options
-    )
+    final = fit_em(tree, root_marginal, cpts, full, w, **on_all_rows)
     return (*final, best)
 
 

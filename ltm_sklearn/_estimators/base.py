@@ -360,7 +360,9 @@ class BaseLatentTree(
     def _resume(self, fit, moments, k, rng, max_iter, early_stopping=None, **settings):
         """EM from ``fit`` (``k`` states per hidden node) for at most ``max_iter`` more
         iterations on ``moments``, with the ``_polish`` arguments ``settings``; the
-        iterations of ``fit`` are counted in the result's ``n_iter``."""
+        iterations of ``fit`` are counted in the result's ``n_iter``. With an
+        ``em_state`` in ``settings`` (a copy of ``fit.em_state``), EM goes on from where
+        the run of ``fit`` stopped, as one run."""
         more = self._polish(
             fit.tree, moments, k, fit.root_marginal, fit.cpts, fit.extras, rng, max_iter,
             early_stopping=early_stopping, **settings,
@@ -479,13 +481,17 @@ class BaseLatentTree(
         softening=None,
         entropy=None,
         tol=None,
+        em_state=None,
     ):
         """EM from ``(root, cpts)``, hidden states first expanded to ``k``; pseudo-count
         ``alpha`` (default ``alpha_``), data softening ``softening`` (default
         ``softening_``) and entropy regularisation ``entropy`` (default ``entropy_``);
         stopped early on a held-out score with ``early_stopping``
         (:class:`~ltm_sklearn._algorithms.em.EarlyStopping`), and by the training
-        tolerance ``tol`` (default ``self.tol``)."""
+        tolerance ``tol`` (default ``self.tol``). ``em_state``
+        (:class:`~ltm_sklearn._algorithms.em.EMState`): filled with where EM stopped and
+        kept on the result; if filled, EM goes on from it. Rows beyond this process
+        (distributed data) take no state: their EM restarts from the result."""
         tol = self.tol if tol is None else tol
         noise = _EXPAND_NOISE if noise is None else noise
         alpha = self.alpha_ if alpha is None else alpha
@@ -494,6 +500,8 @@ class BaseLatentTree(
         start = expand_states(tree, root, cpts, k, random_state=rng, noise=noise)
         max_iter = self.max_iter if max_iter is None else max_iter
         dtype = np.float32 if k >= _FLOAT32_STATES else np.float64
+        if (moments.n_rows_total or 0) > moments.n_samples:
+            em_state = None
         root, cpts, objective, n_iter, converged, _, _ = polish(
             tree,
             *start,
@@ -509,6 +517,7 @@ class BaseLatentTree(
             n_jobs=self.n_jobs,
             dtype=dtype,
             early_stopping=early_stopping,
+            state=em_state,
         )
         if max_iter > 0 and (moments.n_rows_total or 0) > moments.n_samples:
             # distributed data beyond the sample: EM goes on over every partition
@@ -525,7 +534,7 @@ class BaseLatentTree(
                 verbose=self.verbose,
             )
             n_iter += more
-        return FittedModel(tree, root, cpts, objective, n_iter, converged, extras)
+        return FittedModel(tree, root, cpts, objective, n_iter, converged, extras, em_state)
 
     def _set_fitted(self, fitted):
         root, cpts = canonical_root(fitted.tree, fitted.root_marginal, fitted.cpts)

@@ -18,11 +18,12 @@ running yet start only for a batch estimated at about their own start time or mo
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._algorithms.em import EarlyStopping, node_states, random_cpts
+from .._algorithms.em import EarlyStopping, EMState, node_states, random_cpts
 from .._engine.inference import release_buffers
 from .._engine.threads import block_threads, single_threaded_blas
 from .._engine.tree import LatentTree
@@ -75,6 +76,9 @@ class CandidateTask:
         Keyword arguments of the estimator's ``_polish`` (``alpha``, ``softening``): the
         values a selection chose, for the fits after the choice (not for ``"own"``,
         whose start precedes any choice).
+    goes_on : bool, default=False
+        The fit keeps where its EM run stopped (``FittedModel.em_state``), and a
+        ``"resume"`` from such a fit goes on from there as one run, on the same rows.
     """
 
     k: int
@@ -86,6 +90,7 @@ class CandidateTask:
     fit: FittedModel | None = None
     noise: float | None = None
     settings: dict = field(default_factory=dict)
+    goes_on: bool = False
 
 
 def task_seed(base, *key):
@@ -126,20 +131,24 @@ def run_task(est, task, train, moments=None, held=None, unseen=None):
 def _run_task(est, task, train, moments, held, unseen):
     rng = np.random.RandomState(task.seed)
     stopping = early_stopping(est, task.tree, moments, held, unseen) if task.stop_early else None
+    settings = dict(task.settings)
+    if task.goes_on:
+        kept = task.fit.em_state if task.start == "resume" else None
+        settings["em_state"] = EMState() if kept is None else copy.copy(kept)
     if task.start == "resume":
-        fitted = est._resume(task.fit, train, task.k, rng, task.max_iter, stopping, **task.settings)
+        fitted = est._resume(task.fit, train, task.k, rng, task.max_iter, stopping, **settings)
     elif task.start == "grown":
         root, cpts = task.fit.root_marginal, task.fit.cpts
         fitted = est._polish(
             task.tree, train, task.k, root, cpts, {}, rng, task.max_iter, noise=task.noise,
-            early_stopping=stopping, **task.settings,
+            early_stopping=stopping, **settings,
         )  # fmt: skip
     elif task.start == "random":
         n_states = node_states(task.tree, train.n_states, task.k)
         root, cpts = random_cpts(task.tree, n_states, rng)
         fitted = est._polish(
             task.tree, train, task.k, root, cpts, {}, rng, task.max_iter,
-            early_stopping=stopping, **task.settings,
+            early_stopping=stopping, **settings,
         )  # fmt: skip
     elif task.start == "own":
         if task.settings:

@@ -20,7 +20,9 @@ DEFAULT_ALPHA = 0.5
 
 @dataclass
 class FittedModel:
-    """Explicit parameters of one fitted latent tree model and how EM ended."""
+    """Explicit parameters of one fitted latent tree model and how EM ended
+    (``em_state``: where its EM run stopped, :class:`~ltm_sklearn._algorithms.em.EMState`,
+    when a task asked for it, so that a later task goes on from there)."""
 
     tree: LatentTree
     root_marginal: np.ndarray
@@ -29,6 +31,7 @@ class FittedModel:
     n_iter: int = 0
     converged: bool = True
     extras: dict = field(default_factory=dict)
+    em_state: object = None
 
 
 @dataclass
