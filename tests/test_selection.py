@@ -126,14 +126,19 @@ def _ground_truth(seed=0, n=4000, k=3, states=4):
     return model, model.sample(n, random_state=seed), model.sample(2000, random_state=seed + 1)
 
 
-@pytest.mark.parametrize("every", [1, 5])
-def test_em_goes_on_from_its_state_as_one_run(every):
+def _overfitting_start():
+    """A random start with more states than the truth (EM overfits its 600 rows), the
+    training rows' evidence and 2,000 held-out rows'."""
     model, X, X_val = _ground_truth(n=600)
     tree = model.tree
-    n_states = node_states(tree, np.full(8, 4), 6)  # more states than the truth: it overfits
-    root, cpts = random_cpts(tree, n_states, 0)
+    root, cpts = random_cpts(tree, node_states(tree, np.full(8, 4), 6), 0)
     codes, val = X.T.astype(np.int64), X_val.T.astype(np.int64)
-    ev, ev_val = CodeEvidence(codes, np.full(8, 4)), CodeEvidence(val, np.full(8, 4))
+    return tree, root, cpts, CodeEvidence(codes, np.full(8, 4)), CodeEvidence(val, np.full(8, 4))
+
+
+@pytest.mark.parametrize("every", [1, 5])
+def test_em_goes_on_from_its_state_as_one_run(every):
+    tree, root, cpts, ev, ev_val = _overfitting_start()
 
     def stopping():
         return EarlyStopping(
@@ -165,12 +170,7 @@ def test_em_goes_on_from_its_state_as_one_run(every):
 
 
 def test_early_stopping_returns_the_best_held_out_parameters():
-    model, X, X_val = _ground_truth(n=600)
-    tree = model.tree
-    n_states = node_states(tree, np.full(8, 4), 6)  # more states than the truth: it overfits
-    root, cpts = random_cpts(tree, n_states, 0)
-    codes, val = X.T.astype(np.int64), X_val.T.astype(np.int64)
-    ev, ev_val = CodeEvidence(codes, np.full(8, 4)), CodeEvidence(val, np.full(8, 4))
+    tree, root, cpts, ev, ev_val = _overfitting_start()
     readings = []
 
     def score(r, c):
