@@ -26,6 +26,7 @@ from .selection import (
     best_key,
     gains_beyond_se,
     grow,
+    out_of_reach,
     paired_se,
     race,
     within_se,
@@ -373,17 +374,13 @@ def select_model(est, moments, rng):
         lead = best_key({key: scores[key] for key in finalists}, order)
 
         def may_catch_up(key):
-            # a moment-started fit that trails the leader beyond two paired standard
-            # errors and by more than it gained over that rung is not run on: another
-            # rung as long would not close the gap at that rate, and EM's gains shrink
-            # (on the digits demo k' = 3 trailed k' = 24 by 4.6 nats per row after
+            # a moment-started fit out of reach of the leader after that rung is not run
+            # on (on the digits demo k' = 3 trailed k' = 24 by 4.6 nats per row after
             # gaining 0.16 over its rung, and ran on for 200 more iterations, 5% of the
             # fit, to gain 0.11). Within two standard errors it runs on: the
             # one-standard-error rule may choose it
-            behind = scores[lead] - scores[key]
-            return behind <= scores[key] - before[key] or not gains_beyond_se(
-                lead, key, scores, lls, held.weights, 2.0
-            )
+            gained = scores[key] - before[key]
+            return not out_of_reach(key, lead, gained, scores, lls, held.weights)
 
         more = [
             key
@@ -683,11 +680,10 @@ def select_members(
         rule in rungs of ``cap`` iterations doubled up to ``max_iter`` (each rung goes
         on from where the last one stopped: the fits are those of one run):
         ``kind -> (fit, held-out log-likelihoods)`` of the kinds not dropped. After a
-        rung, a kind whose average trails the other's beyond two paired standard errors,
-        and by more than that rung gained it, is dropped: EM's gains shrink, so at that
-        rate it would not catch up (on plants at k' = 48 the random start trailed the
-        grown one, which stopped after 172 iterations, and ran on to 300 to stay 0.075
-        nats per row behind: 42 s of a 125-s fit)."""
+        rung, a kind whose average is out of reach of the other's
+        (:func:`~.selection.out_of_reach`) is dropped (on plants at k' = 48 the random
+        start trailed the grown one, which stopped after 172 iterations, and ran on to
+        300 to stay 0.075 nats per row behind: 42 s of a 125-s fit)."""
         tried, alive, effort = {}, list(kinds), cap
         while True:
             going = [c for c in alive if c not in tried or not finished(tried[c][0])]
@@ -705,13 +701,14 @@ def select_members(
             scores = {c: held.mean(ll) for c, ll in lls.items()}
             lead = max(alive, key=lambda c: (scores[c], c == "random"))
             for c in [c for c in going if c != lead and c in before]:
-                gained, behind = scores[c] - before[c], scores[lead] - scores[c]
-                if behind > gained and gains_beyond_se(lead, c, scores, lls, held.weights, 2.0):
+                gained = scores[c] - before[c]
+                if out_of_reach(c, lead, gained, scores, lls, held.weights):
                     alive.remove(c)
                     if est.verbose:
                         print(
                             f"{m} members: {c} start dropped after {tried[c][0].n_iter} "
-                            f"iterations, {behind:.4f} behind, {gained:.4f} gained on its rung"
+                            f"iterations, {scores[lead] - scores[c]:.4f} behind, "
+                            f"{gained:.4f} gained on its rung"
                         )
         # the state was for the rungs: the member is a fit like any other
         return {c: (replace(tried[c][0], em_state=None), tried[c][1]) for c in alive}

@@ -42,6 +42,7 @@ __all__ = [
     "simplest_within_se",
     "within_se",
     "gains_beyond_se",
+    "out_of_reach",
     "grow",
     "race",
     "paired_se",
@@ -174,6 +175,20 @@ def gains_beyond_se(key, reference, scores, lls, weights, n_se=1.0):
     (False, True)
     """
     return not within_se(key, [reference], scores, lls, weights, n_se)
+
+
+def out_of_reach(key, lead, gained, scores, lls, weights):
+    """Whether the EM fit ``key`` trails ``lead`` beyond two paired standard errors and
+    by more than ``gained``, what its last rung of EM iterations gained it: at that rate
+    another rung as long would not close the gap, and EM's gains shrink, so it stops.
+
+    >>> lls = {"a": np.array([0.0, 1.0]), "b": np.array([-2.0, -1.1])}
+    >>> scores, w = {k: v.mean() for k, v in lls.items()}, np.ones(2)
+    >>> out_of_reach("b", "a", 0.5, scores, lls, w), out_of_reach("b", "a", 3.0, scores, lls, w)
+    (True, False)
+    """
+    behind = scores[lead] - scores[key]
+    return bool(behind > gained) and gains_beyond_se(lead, key, scores, lls, weights, 2.0)
 
 
 def grow(values, evaluate, patience=PATIENCE, tol=TIE_TOL, best=-np.inf):
