@@ -101,7 +101,7 @@ def select_model(est, moments, rng):
     ``_SELECTION_MAX_ITER`` iterations, stopped early when the held-out
     log-likelihood stops improving (:class:`~ltm_sklearn._algorithms.em.
     EarlyStopping`). With ``n_hidden_states="auto"`` this runs for ``k' = 1, 2, 3, 4,
-    6, ...`` (:data:`AUTO_HIDDEN_STATES`, :func:`~.selection.grow`): from ``k' = 8``
+    8, 16, 24, ...`` (:data:`AUTO_HIDDEN_STATES`, :func:`~.selection.grow`): from ``k' = 8``
     on, each ``k'`` fits the ``_AUTO_KEEP`` latent structures that scored best at the
     previous one (and any other that gained more than their leader), starting EM
     from that fit with every hidden state copied

@@ -174,7 +174,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``CategoricalNB``'s model - with the default estimator or a structure of
         ``"auto"``; a :class:`~ltm_sklearn.KernelLatentTree` keeps its own ``alpha``),
         then the
-        estimator's own structure at ``k' = 1, 2, 3, 4, 6, ...`` (from ``k' = 2`` with the
+        estimator's own structure at ``k' = 1, 2, 3, 4, 8, ...`` (from ``k' = 2`` with the
         default estimator, whose ``k' = 1`` model is the independence model)
         (:data:`~ltm_sklearn._estimators.structures.AUTO_HIDDEN_STATES`, at most the rows of the
         smallest class, or of the smallest class of 5 rows or more when the independence
@@ -799,7 +799,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return max(TIE_TOL, paired_se(a, b, w_val))
 
         # candidates from the simplest: the independence model, then the estimator's own
-        # structure at k' = 1, 2, 3, 4, 6, ... while the log-loss improves beyond noise
+        # structure at k' = 1, 2, 3, 4, 8, ... while the log-loss improves beyond noise
         candidates, losses, scored = [], [], []
         independence = self._independence_candidate(base)
         if independence is not None:

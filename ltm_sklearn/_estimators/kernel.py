@@ -123,7 +123,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         raw estimate's operator SVDs; the tree metric keeps one fewer), so
         ``GridSearchCV`` selects it by held-out log-likelihood. ``"auto"`` chooses it
         inside ``fit`` on the same held-out rows as ``structure="auto"``: ``k' = 1, 2, 3,
-        4, 6, ...`` while the held-out log-likelihood improves (as in
+        4, 8, ...`` while the held-out log-likelihood improves (as in
         :class:`SpectralLatentTree`; each candidate is fitted once, from its own moment
         start), scores in ``n_hidden_states_scores_``.
     tree : LatentTree, edge list, Newick string or networkx graph, default=None

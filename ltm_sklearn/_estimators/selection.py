@@ -10,7 +10,7 @@ is made by the same few pieces:
   Best Arm Identification and Hyperparameter Optimization", AISTATS 2016): every
   candidate gets a few EM iterations, the better half goes on with twice as many, and
   candidates are only ever compared after the same number of iterations.
-* :func:`grow` - walk an ordered list of values (``k' = 1, 2, 3, 4, 6, ...``, members
+* :func:`grow` - walk an ordered list of values (``k' = 1, 2, 3, 4, 8, ...``, members
   ``1, 2, 3``, pseudo-counts) while the held-out score improves: one stopping rule.
 * :func:`best_key` - one tie rule: scores within :data:`TIE_TOL` nats per row of the best
   are ties, broken by a fixed order (fewer hidden states, then the order of the
