@@ -58,7 +58,7 @@ ROWS = ("digits", "gmm-digits", "grid-digits", "truth-k3") + tuple(
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
 CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
 #: the labels of the main table (the digits summary lists every label measured)
-REPORTED = ("before", "segain", "moments", "blocks", "float32", "now")
+REPORTED = ("before", "blocks", "float32", "now", "grid")
 VS_ROWS = (
     ("spectral-1e5",)
     + tuple(f"gauss-{t}" for t in NUMERIC)
@@ -293,6 +293,7 @@ def report():
         "blocks": 10,
         "float32": 11,
         "now": 12,
+        "grid": 13,
     }
     everything = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 9), s))
     labels = [label for label in everything if label in REPORTED]
@@ -341,13 +342,17 @@ def report():
             "behind the best that stops after its rung of equal effort; and in the second "
             "member's two kinds of start raced in rungs, one far behind dropped), all rows in "
             "one process, in the order digits, digits@1-7, jester, bnetflix, plants, "
-            "baudio (their worker processes already started), nltcs alone. `moments` and "
+            "baudio (their worker processes already started), nltcs alone; `grid` commit "
+            "4ff0c00, in which the k' ladder of `n_hidden_states='auto'` doubles from 4 to "
+            "16 (k' = 1, 2, 3, 4, 8, 16, 24, ...: no levels of 6 and 12 states), run in a "
+            "later session in the same order and processes. `moments` and "
             "`blocks` ran in "
             "one session, interleaved row by row, and `float32` right after them; the "
             "other cells come from earlier sessions (the "
             "machine's speed drifts by up to 2x between sessions: compare cells measured "
             "together). Other labels (`race`, `start`, `stacked`, `serule`, `tensor`: "
-            "intermediate commits) are in `bench_speed_parts` and in the summary of the "
+            "intermediate commits; `segain` and `moments`, above) are in "
+            "`bench_speed_parts` and in the summary of the "
             "digits fit below. `gmm-digits` is the GaussianMixture BIC grid (1-10 "
             "components) on the same digits rows, for time only (a density of the levels "
             "as numbers is not comparable in nats). `<row>@<seed>`: the same fit with "

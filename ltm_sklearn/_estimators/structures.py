@@ -36,12 +36,10 @@ __all__ = [
 AUTO_CANDIDATES = ("me", "clnj", "hclt", "grouped_hclt", "chow_liu", "star")
 #: structures whose tree does not depend on ``k'`` (learned once per selection)
 _K_FREE_STRUCTURES = ("given", "chow_liu", "hclt", "grouped_hclt", "star")
-#: ``n_hidden_states="auto"``: the ``k'`` tried, grown while the held-out likelihood improves.
-#: Doubling from 4 to 16 (no 6 and 12): each level of the ladder is grown from the one
-#: below, and the two levels fewer took the digits demo 10.8 s on average over eight
-#: seeds instead of 13.9 (mean test score -27.616 against -27.630) and the four
-#: 100-column density sets 3-27 s less, each scoring 0.015-0.045 nats per row higher
-#: (docs/results.md)
+#: ``n_hidden_states="auto"``: the ``k'`` tried, grown while the held-out likelihood
+#: improves, each level from the fit of the one below. Doubling from 4 to 16 (no 6 and
+#: 12): two levels fewer, the same scores within their noise in less time
+#: (docs/architecture.md, "Tuning constants")
 AUTO_HIDDEN_STATES = (1, 2, 3, 4, 8, 16, 24, 32, 48, 64, 96, 128)
 #: most entries of a table between two hidden nodes per row of data (``k'^2`` against
 #: the rows): admits k' = 128 on 15,000 rows and refuses k' = 1,000 on 3,000 rows
