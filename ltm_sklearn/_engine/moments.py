@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from joblib import Parallel, delayed
 
-__all__ = ["MomentSource", "MomentEstimator"]
+__all__ = ["MomentSource", "MomentEstimator", "beyond_memory"]
 
 # Dense counting is used for a projected moment when the full table is at most this large.
 _DENSE_TABLE_LIMIT = 4096
@@ -76,6 +76,16 @@ class MomentSource(Protocol):
     def sample_moments(self): ...
 
     def prefetch(self, run, rng): ...
+
+
+def beyond_memory(moments):
+    """Whether the data of the moment source ``moments`` has rows beyond those in this
+    process (a sample of distributed data: ``n_rows_total``, see :class:`MomentSource`).
+
+    >>> beyond_memory(MomentEstimator(np.zeros((2, 5), dtype=int), [2, 2]))
+    False
+    """
+    return (moments.n_rows_total or 0) > moments.n_samples
 
 
 class MomentEstimator:

@@ -67,6 +67,7 @@ from .._algorithms.structure import (
 )
 from .._algorithms.tensor import expand_states, tensor_cpts
 from .._engine.inference import release_buffers
+from .._engine.moments import beyond_memory
 from .._engine.tree import LatentTree, canonical_root
 from .._engine.user_frames import user_stacklevel
 from .._sources.distributed import dask_moments
@@ -500,7 +501,8 @@ class BaseLatentTree(
         start = expand_states(tree, root, cpts, k, random_state=rng, noise=noise)
         max_iter = self.max_iter if max_iter is None else max_iter
         dtype = np.float32 if k >= _FLOAT32_STATES else np.float64
-        if (moments.n_rows_total or 0) > moments.n_samples:
+        distributed = beyond_memory(moments)
+        if distributed:  # EM ends over the partitions below: no state to keep
             em_state = None
         root, cpts, objective, n_iter, converged, _, _ = polish(
             tree,
@@ -519,7 +521,7 @@ class BaseLatentTree(
             early_stopping=early_stopping,
             state=em_state,
         )
-        if max_iter > 0 and (moments.n_rows_total or 0) > moments.n_samples:
+        if max_iter > 0 and distributed:
             # distributed data beyond the sample: EM goes on over every partition
             root, cpts, objective, more, converged, _ = fit_em(
                 tree,

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._algorithms.em import EarlyStopping, EMState, node_states, random_cpts
 from .._engine.inference import release_buffers
+from .._engine.moments import beyond_memory
 from .._engine.threads import block_threads, single_threaded_blas
 from .._engine.tree import LatentTree
 from .._engine.workers import run_in_workers, worth_workers
@@ -179,12 +180,6 @@ def _estimated_seconds(task, n_rows):
     return max(iterations, 1) * step + start
 
 
-def _in_memory(moments):
-    """Whether every row of ``moments`` is in this process (not a sample of distributed
-    data, whose EM runs over the partitions)."""
-    return (moments.n_rows_total or 0) <= moments.n_samples
-
-
 def run_tasks(est, tasks, train, moments=None, held=None, unseen=None):
     """:func:`run_task` for every task, in order: in worker processes (as many as
     ``est.n_jobs`` allows, see :func:`~ltm_sklearn._engine.threads.block_threads`) when
@@ -196,8 +191,8 @@ def run_tasks(est, tasks, train, moments=None, held=None, unseen=None):
     n_rows = np.count_nonzero(train.sample_weight > 0)
     side_by_side = (
         jobs > 1
-        and _in_memory(train)
-        and (moments is None or _in_memory(moments))
+        and not beyond_memory(train)
+        and (moments is None or not beyond_memory(moments))
         and worth_workers(jobs, sum(_estimated_seconds(t, n_rows) for t in tasks))
     )
     if not side_by_side:
