@@ -255,6 +255,20 @@ def test_task_seeds_depend_on_the_key_only():
     )
 
 
+def test_task_estimate_counts_the_expected_iterations():
+    # a task that stops early is scheduled at the iterations a fit like it ran, not at
+    # its budget; one that runs its budget, or has no expectation, at the budget
+    tree = balanced_binary_tree(8)
+    budget = candidates.CandidateTask(8, tree, "random", 300, True, 0)
+    early = candidates.CandidateTask(8, tree, "random", 300, True, 0, expected_iter=30)
+    full = candidates.CandidateTask(8, tree, "random", 300, False, 0, expected_iter=30)
+    seconds = candidates._estimated_seconds
+    assert seconds(early, 1000) == pytest.approx(seconds(budget, 1000) / 10)
+    assert seconds(full, 1000) == seconds(budget, 1000)
+    beyond = candidates.CandidateTask(8, tree, "random", 20, True, 0, expected_iter=30)
+    assert seconds(beyond, 1000) == pytest.approx(seconds(budget, 1000) * 20 / 300)
+
+
 def test_candidates_side_by_side_give_the_same_model(monkeypatch):
     # the candidate fits of a selection in worker processes or in this one: one model
     model, X, X_test = _ground_truth(n=3000)

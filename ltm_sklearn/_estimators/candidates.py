@@ -80,6 +80,9 @@ class CandidateTask:
     goes_on : bool, default=False
         The fit keeps where its EM run stopped (``FittedModel.em_state``), and a
         ``"resume"`` from such a fit goes on from there as one run, on the same rows.
+    expected_iter : int, default=None
+        The iterations a task that stops early is expected to run (a fit like it ran
+        that many), for :func:`_estimated_seconds` only; ``None``: ``max_iter``.
     """
 
     k: int
@@ -92,6 +95,7 @@ class CandidateTask:
     noise: float | None = None
     settings: dict = field(default_factory=dict)
     goes_on: bool = False
+    expected_iter: int | None = None
 
 
 def task_seed(base, *key):
@@ -169,14 +173,19 @@ def _estimated_seconds(task, n_rows):
     (:data:`_EDGE_SECONDS`, :data:`_MULTIPLY_ADD_SECONDS`), and the estimator's own
     start (:data:`_START_SECONDS` per hidden node). With one hidden state EM stops
     within three steps (every hidden node is constant: the first step reaches the
-    optimum, the next ones confirm it)."""
+    optimum, the next ones confirm it); a task that stops early runs about its
+    ``expected_iter``."""
     tree = task.tree
     hidden = len(tree.hidden_nodes)
     step = (tree.n_nodes - 1) * _EDGE_SECONDS + hidden * n_rows * task.k**2 * 3 * (
         _MULTIPLY_ADD_SECONDS
     )
     start = hidden * _START_SECONDS if task.start == "own" else 0.0
-    iterations = min(task.max_iter, 3) if task.k == 1 else task.max_iter
+    iterations = task.max_iter
+    if task.k == 1:
+        iterations = min(iterations, 3)
+    elif task.stop_early and task.expected_iter is not None:
+        iterations = min(iterations, task.expected_iter)
     return max(iterations, 1) * step + start
 
 
