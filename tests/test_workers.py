@@ -1,8 +1,13 @@
 """When a batch of independent fits goes to worker processes."""
 
-import numpy as np
+import os
+import time
 
-from ltm_sklearn._engine import workers
+import numpy as np
+import pytest
+
+from ltm_sklearn._engine import threads, workers
+from ltm_sklearn._engine.threads import block_threads
 
 
 def _square(x):
@@ -48,3 +53,52 @@ def test_running_workers_take_any_batch_above_the_side_by_side_threshold(monkeyp
     monkeypatch.setattr(workers, "_last_batch", workers._last_batch - 2 * workers._IDLE_SECONDS)
     assert not workers.workers_running()
     assert not workers.worth_workers(2, middle)
+
+
+def _pid_after(seconds):
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def _fails_on(x, bad):
+    if x == bad:
+        raise ValueError(f"call {x} failed")
+    return x
+
+
+def _threads():
+    return block_threads(None)
+
+
+def test_a_batch_runs_here_and_in_a_worker_in_the_order_of_its_calls():
+    workers._executor(1).submit(workers._ready).result()  # a worker is up
+    pids = workers.run_in_workers(_pid_after, [(0.1,)] * 12, 2)
+    assert len(pids) == 12
+    assert os.getpid() in pids  # this process takes calls too
+    assert len(set(pids)) == 2  # and the worker
+    # the calls keep their order whoever ran them: this process from the first on
+    assert pids[0] == os.getpid() and pids[-1] != os.getpid()
+    assert workers.run_in_workers(_square, [(x,) for x in range(7)], 2) == [x * x for x in range(7)]
+
+
+def test_a_batch_of_one_process_runs_here():
+    assert workers.run_in_workers(_pid_after, [(0.0,)] * 3, 1) == [os.getpid()] * 3
+
+
+def test_an_error_of_a_call_is_raised_wherever_it_ran():
+    workers._executor(1).submit(workers._ready).result()
+    calls = [(x, 5) for x in range(6)]
+    with pytest.raises(ValueError, match="call 5 failed"):  # the worker's first call
+        workers.run_in_workers(_fails_on, calls, 2)
+    calls = [(x, 0) for x in range(6)]
+    with pytest.raises(ValueError, match="call 0 failed"):  # this process's first call
+        workers.run_in_workers(_fails_on, calls, 2)
+    # and the executor serves the next batch
+    assert workers.run_in_workers(_square, [(2,), (3,)], 2) == [4, 9]
+
+
+def test_every_call_gets_the_cores_share_of_one_process_in_threads():
+    workers._executor(1).submit(workers._ready).result()
+    share = max(1, workers.cpu_count() // 2)
+    assert set(workers.run_in_workers(_threads, [()] * 8, 2)) == {share}
+    assert threads._limit is None  # lifted after the batch

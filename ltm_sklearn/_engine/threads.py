@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from functools import lru_cache, wraps
 
 from joblib import cpu_count, effective_n_jobs
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["single_threaded_blas", "single_threaded", "block_threads"]
+__all__ = ["single_threaded_blas", "single_threaded", "block_threads", "limited_threads"]
 
 
 def block_threads(n_jobs):
@@ -21,6 +22,8 @@ def block_threads(n_jobs):
     oversubscribe the cores). An integer is joblib's ``n_jobs`` (``-1``: every core).
     The blocks are the same whatever the number of threads, and their sums are taken in
     the same order, so the result does not depend on it."""
+    if _limit is not None:
+        return _limit if n_jobs is None else min(_limit, effective_n_jobs(n_jobs))
     if n_jobs is not None:
         return effective_n_jobs(n_jobs)
     n = _cores()
@@ -28,6 +31,22 @@ def block_threads(n_jobs):
     if limit.strip().isdigit() and int(limit) > 0:
         n = min(n, int(limit))
     return max(1, n)
+
+
+_limit = None  # the threads of limited_threads while it holds
+
+
+@contextmanager
+def limited_threads(n):
+    """Context manager: :func:`block_threads` gives at most ``n`` in this process
+    (while its calls share the cores with worker processes,
+    :func:`~ltm_sklearn._engine.workers.run_in_workers`)."""
+    global _limit
+    before, _limit = _limit, n
+    try:
+        yield
+    finally:
+        _limit = before
 
 
 @lru_cache(maxsize=1)
