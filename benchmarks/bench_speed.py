@@ -58,7 +58,7 @@ ROWS = ("digits", "gmm-digits", "grid-digits", "truth-k3") + tuple(
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
 CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
 #: the labels of the main table (the digits summary lists every label measured)
-REPORTED = ("before", "blocks", "float32", "now", "grid")
+REPORTED = ("before", "float32", "now", "grid", "grid2", "workers")
 VS_ROWS = (
     ("spectral-1e5",)
     + tuple(f"gauss-{t}" for t in NUMERIC)
@@ -294,6 +294,8 @@ def report():
         "float32": 11,
         "now": 12,
         "grid": 13,
+        "grid2": 14,
+        "workers": 15,
     }
     everything = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 9), s))
     labels = [label for label in everything if label in REPORTED]
@@ -345,13 +347,18 @@ def report():
             "baudio (their worker processes already started), nltcs alone; `grid` commit "
             "4ff0c00, in which the k' ladder of `n_hidden_states='auto'` doubles from 4 to "
             "16 (k' = 1, 2, 3, 4, 8, 16, 24, ...: no levels of 6 and 12 states), run in a "
-            "later session in the same order and processes. `moments` and "
-            "`blocks` ran in "
+            "later session in the same order and processes; `grid2` the same fits (commit "
+            "11e0dac, whose changes since 4ff0c00 leave these fits as they were) and "
+            "`workers` commit f09d859, run one after the other in a later session (a slower "
+            "one: compare the two), in which a batch side by side runs in this process and "
+            "a worker process, this process taking the tasks from the first on while the "
+            "worker starts (the batch no longer waits for two workers to start), the "
+            "same models. `moments` and `blocks` ran in "
             "one session, interleaved row by row, and `float32` right after them; the "
             "other cells come from earlier sessions (the "
             "machine's speed drifts by up to 2x between sessions: compare cells measured "
             "together). Other labels (`race`, `start`, `stacked`, `serule`, `tensor`: "
-            "intermediate commits; `segain` and `moments`, above) are in "
+            "intermediate commits; `segain`, `moments` and `blocks`, above) are in "
             "`bench_speed_parts` and in the summary of the "
             "digits fit below. `gmm-digits` is the GaussianMixture BIC grid (1-10 "
             "components) on the same digits rows, for time only (a density of the levels "
