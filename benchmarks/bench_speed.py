@@ -349,7 +349,7 @@ def report():
             "16 (k' = 1, 2, 3, 4, 8, 16, 24, ...: no levels of 6 and 12 states), run in a "
             "later session in the same order and processes; `grid2` the same fits (commit "
             "11e0dac, whose changes since 4ff0c00 leave these fits as they were) and "
-            "`workers` commit f09d859, run one after the other in a later session (a slower "
+            "`workers` commit 7d79a79, run one after the other in a later session (a slower "
             "one: compare the two), in which a batch side by side runs in this process and "
             "a worker process, this process taking the tasks from the first on while the "
             "worker starts (the batch no longer waits for two workers to start), the "
