@@ -1,6 +1,7 @@
 """When a batch of independent fits goes to worker processes."""
 
 import os
+import signal
 import time
 
 import numpy as np
@@ -102,3 +103,16 @@ def test_every_call_gets_the_cores_share_of_one_process_in_threads():
     share = max(1, workers.cpu_count() // 2)
     assert set(workers.run_in_workers(_threads, [()] * 8, 2)) == {share}
     assert threads._limit is None  # lifted after the batch
+
+
+def test_a_lost_worker_is_replaced():
+    executor = workers._executor(1)
+    pid = executor.submit(os.getpid).result()
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+    assert not workers._usable(executor)
+    # the next batch gets a new pool, and this process works while its worker starts
+    assert workers.run_in_workers(_square, [(x,) for x in range(5)], 2) == [x * x for x in range(5)]
+    # and the next batch has a worker again
+    workers._executor(1).submit(workers._ready).result()
+    assert len(set(workers.run_in_workers(_pid_after, [(0.1,)] * 12, 2))) == 2

@@ -259,7 +259,7 @@ def release_buffers():
     """Free the buffers that every thread keeps from pass to pass (call it when no pass
     runs): once a fit is over, its process should not hold the messages of its largest
     model (up to a few hundred MB at ``k' = 48`` on 15,000 rows). A worker process that
-    kept them between tasks was stopped by joblib's leak check (memory grown by more
+    kept them between tasks was stopped by ``loky``'s leak check (memory grown by more
     than 300 MB since its first task), with a warning and a new worker to start."""
     with _ALL_BUFFERS_LOCK:
         for kept in _ALL_BUFFERS:

@@ -176,10 +176,17 @@ def _executor(n_workers):
     call). Its own, not joblib's shared one: a ``Parallel`` call of the user's (such as
     ``GridSearchCV(n_jobs=-1)``) keeps its workers, and the package keeps its own."""
     global _pool
-    if _pool is None or _pool[0] != n_workers or _pool[1]._flags.broken or _pool[1]._flags.shutdown:
+    if _pool is None or _pool[0] != n_workers or not _usable(_pool[1]):
         if _pool is not None:
             _pool[1].shutdown(wait=False)
         threads = str(_inner_threads(n_workers + 1))
         env = {name: threads for name in _THREAD_VARIABLES}
         _pool = n_workers, ProcessPoolExecutor(n_workers, timeout=_IDLE_SECONDS, env=env)
     return _pool[1]
+
+
+def _usable(executor):
+    """Whether ``executor`` takes calls: not shut down, and no worker lost (a broken
+    pool, e.g. after a worker was killed)."""
+    flags = getattr(executor, "_flags", None)
+    return not (getattr(flags, "broken", False) or getattr(flags, "shutdown", False))

@@ -8,12 +8,13 @@ the members on every row. Each is a
 depend on whether the tasks ran in this process or in worker processes, in which
 order, or on ``n_jobs``.
 
-Side by side means processes (joblib's ``loky`` backend): at the ``k'`` a selection
-tries first, an E-step is mostly Python-level work per edge, which holds the GIL, so
-threads over candidates ran no faster (measured on the digits demo). A batch runs in
-processes when its estimated time one after another (:func:`_estimated_seconds`) is
-worth them (:func:`~ltm_sklearn._engine.workers.worth_workers`: workers that are not
-running yet start only for a batch estimated at about their own start time or more).
+Side by side means this process and worker processes
+(:func:`~ltm_sklearn._engine.workers.run_in_workers`): at the ``k'`` a selection tries
+first, an E-step is mostly Python-level work per edge, which holds the GIL, so threads
+over candidates ran no faster (measured on the digits demo). A batch runs side by side
+when its estimated time one after another (:func:`_estimated_seconds`) is worth it
+(:func:`~ltm_sklearn._engine.workers.worth_workers`: workers that are not running yet
+start only for a batch estimated at about their own start time or more).
 """
 
 from __future__ import annotations
