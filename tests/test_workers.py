@@ -2,6 +2,7 @@
 
 import os
 import signal
+import threading
 import time
 
 import numpy as np
@@ -102,7 +103,7 @@ def test_every_call_gets_the_cores_share_of_one_process_in_threads():
     workers._executor(1).submit(workers._ready).result()
     share = max(1, workers.cpu_count() // 2)
     assert set(workers.run_in_workers(_threads, [()] * 8, 2)) == {share}
-    assert threads._limit is None  # lifted after the batch
+    assert getattr(threads._limits, "n", None) is None  # lifted after the batch
 
 
 def test_a_lost_worker_is_replaced():
@@ -116,3 +117,17 @@ def test_a_lost_worker_is_replaced():
     # and the next batch has a worker again
     workers._executor(1).submit(workers._ready).result()
     assert len(set(workers.run_in_workers(_pid_after, [(0.1,)] * 12, 2))) == 2
+
+
+def test_the_limit_of_threads_holds_in_its_own_thread_only():
+    seen = {}
+
+    def other():
+        seen["other"] = block_threads(None)
+
+    with threads.limited_threads(1):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert block_threads(None) == 1
+    assert seen["other"] == block_threads(None)

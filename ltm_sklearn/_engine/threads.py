@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from functools import lru_cache, wraps
 
@@ -22,8 +23,9 @@ def block_threads(n_jobs):
     oversubscribe the cores). An integer is joblib's ``n_jobs`` (``-1``: every core).
     The blocks are the same whatever the number of threads, and their sums are taken in
     the same order, so the result does not depend on it."""
-    if _limit is not None:
-        return _limit if n_jobs is None else min(_limit, effective_n_jobs(n_jobs))
+    limit = getattr(_limits, "n", None)
+    if limit is not None:
+        return limit if n_jobs is None else min(limit, effective_n_jobs(n_jobs))
     if n_jobs is not None:
         return effective_n_jobs(n_jobs)
     n = _cores()
@@ -33,20 +35,20 @@ def block_threads(n_jobs):
     return max(1, n)
 
 
-_limit = None  # the threads of limited_threads while it holds
+_limits = threading.local()  # .n: the threads of limited_threads while it holds
 
 
 @contextmanager
 def limited_threads(n):
-    """Context manager: :func:`block_threads` gives at most ``n`` in this process
+    """Context manager: :func:`block_threads` gives at most ``n`` in this thread
     (while its calls share the cores with worker processes,
     :func:`~ltm_sklearn._engine.workers.run_in_workers`)."""
-    global _limit
-    before, _limit = _limit, n
+    before = getattr(_limits, "n", None)
+    _limits.n = n
     try:
         yield
     finally:
-        _limit = before
+        _limits.n = before
 
 
 @lru_cache(maxsize=1)
