@@ -60,7 +60,8 @@ START_SECONDS = 2.0
 _IDLE_SECONDS = 300.0
 
 _last_batch = None  # time.monotonic() at the end of the last batch run in the workers
-_pool = None  # (number of processes, the executor) of _executor
+_pools = {}  # number of processes -> the executor of _executor
+_pools_lock = threading.Lock()
 #: the thread counts of the native libraries, set in the workers as joblib sets them
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -173,16 +174,18 @@ def _inner_threads(n_jobs):
 def _executor(n_workers):
     """The package's ``loky`` executor with ``n_workers`` processes, kept between batches
     (its processes exit after ``_IDLE_SECONDS`` idle, and start again on the next
-    call). Its own, not joblib's shared one: a ``Parallel`` call of the user's (such as
-    ``GridSearchCV(n_jobs=-1)``) keeps its workers, and the package keeps its own."""
-    global _pool
-    if _pool is None or _pool[0] != n_workers or not _usable(_pool[1]):
-        if _pool is not None:
-            _pool[1].shutdown(wait=False)
-        threads = str(_inner_threads(n_workers + 1))
-        env = {name: threads for name in _THREAD_VARIABLES}
-        _pool = n_workers, ProcessPoolExecutor(n_workers, timeout=_IDLE_SECONDS, env=env)
-    return _pool[1]
+    call); one per number of processes, so that batches of other sizes, in other
+    threads, do not replace it under each other. Its own, not joblib's shared one: a
+    ``Parallel`` call of the user's (such as ``GridSearchCV(n_jobs=-1)``) keeps its
+    workers, and the package keeps its own."""
+    with _pools_lock:
+        executor = _pools.get(n_workers)
+        if executor is None or not _usable(executor):
+            threads = str(_inner_threads(n_workers + 1))
+            env = {name: threads for name in _THREAD_VARIABLES}
+            executor = ProcessPoolExecutor(n_workers, timeout=_IDLE_SECONDS, env=env)
+            _pools[n_workers] = executor
+        return executor
 
 
 def _usable(executor):
