@@ -650,12 +650,12 @@ def select_members(
     # a member is expected to stop after about as many iterations as the last fit on
     # this tree (for scheduling only: on german's joint model, whose members ran 23-62
     # of their 300, the estimate at 300 started the worker processes for 0.2 s of work)
-    expected = [first.n_iter]
+    expected = first.n_iter
 
     def task(m, kind, effort, last, fit=None, goes_on=False):
         seed = task_seed(base_seed, _MEMBERS, m, ("random", "grown").index(kind))
         chosen = dict(settings or {})
-        common = dict(settings=chosen, goes_on=goes_on, expected_iter=expected[0])
+        common = dict(settings=chosen, goes_on=goes_on, expected_iter=expected)
         if fit is not None:
             return CandidateTask(k, tree, "resume", effort - fit.n_iter, last, seed, fit, **common)
         if kind == "random":
@@ -716,7 +716,7 @@ def select_members(
         return fit.converged or fit.n_iter >= max_iter
 
     def add(m):
-        nonlocal average
+        nonlocal average, expected
         if m not in sizes:
             return None
         if len(kinds) > 1 and cap < max_iter:
@@ -733,7 +733,7 @@ def select_members(
                 print(f"{m} members: held-out {text}")
             kinds[:] = [kind]
             fit, own = tried[kind]
-            expected[0] = fit.n_iter
+            expected = fit.n_iter
         else:
             if m not in ready:
                 # the next members' fits do not depend on which are kept: as many run
