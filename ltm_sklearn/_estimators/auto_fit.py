@@ -19,7 +19,7 @@ from .._algorithms.em import can_average_members, mixture_weights
 from .._engine.threads import block_threads
 from .._engine.tree import LatentTree
 from .candidates import CandidateTask, early_stopping, run_tasks, task_seed
-from .fits import DEFAULT_ALPHA, TABLE_MEMORY, ModelChoice, moment_states
+from .fits import DEFAULT_ALPHA, TABLE_MEMORY, ModelChoice, moment_states, pruned_fit
 from .selection import (
     PATIENCE,
     TIE_TOL,
@@ -32,7 +32,14 @@ from .selection import (
     within_se,
 )
 
-__all__ = ["select_model", "select_alpha", "select_softening", "select_entropy", "select_members"]
+__all__ = [
+    "select_model",
+    "select_alpha",
+    "select_softening",
+    "select_entropy",
+    "select_members",
+    "select_state_pruning",
+]
 
 #: the phases of a selection, in the keys of its tasks' seeds (:func:`task_seed`)
 _LADDER, _FINAL, _ALPHA, _MEMBERS, _SOFTENING, _ENTROPY = range(6)
@@ -74,6 +81,10 @@ _SOFTENING_MAX = 1.0 / 8
 #: the held-out score improves (0.01 was the best of 0.001, 0.01 on 1,600 rows of jester)
 _ENTROPY_MIN = 1.0 / 1024
 _ENTROPY_MAX = 1.0 / 8
+#: ``min_state_rows="auto"``: the thresholds tried after none (expected training rows of
+#: a hidden state), from the smallest, doubled while the held-out score improves
+_PRUNE_ROWS_MIN = 0.5
+_PRUNE_ROWS_MAX = 8.0
 #: ``n_members="auto"``: at most this many members, each added while the held-out score
 #: of the average gains (more than ``TIE_TOL``)
 _AUTO_MAX_MEMBERS = 4
@@ -431,6 +442,12 @@ def select_model(est, moments, rng):
             est, choice.fit, k_best, train, moments, split, base_seed, cap, est.max_iter,
             grown_from, settings,
         )  # fmt: skip
+    if isinstance(est.min_state_rows, str):
+        choice.min_state_rows, choice.min_state_rows_scores = select_state_pruning(
+            est, choice, moments, split
+        )
+    else:
+        choice.min_state_rows = float(est.min_state_rows)
     if est.verbose:
         print(f"chose k'={k_best}, structure={name_best!r}")
     return choice
@@ -551,6 +568,40 @@ def select_softening(est, start, k, train_moments, moments, split, rng, max_iter
         text = ", ".join(f"{v:g} {s:.4f}" for v, s in scores.items())
         print(f"softening: held-out log-likelihood per row {text}; chose {best:g}")
     return best, scores, fits[best]
+
+
+def select_state_pruning(est, choice, moments, split):
+    """The fewest expected training rows a hidden state needs to stay in the model, by
+    held-out log-likelihood (``min_state_rows="auto"``): ``(rows, scores per value)``.
+
+    The chosen model as fitted on the split's training rows
+    (:meth:`~.fits.ModelChoice.model_of_training_rows`) scores no pruning; then its
+    hidden states with fewer expected rows (marginal probability times the training
+    weight) than ``_PRUNE_ROWS_MIN``, doubled while the held-out score improves by more
+    than ``tol`` nats per row (:func:`_doubling_walk`), are removed
+    (:func:`~ltm_sklearn._algorithms.hidden_states.prune_states`): no EM, one held-out
+    evaluation each. On the digits demo (1,257 rows, four members at ``k' = 32``, 128
+    states a hidden node) the states of under one expected row held 0.11 nats per row
+    of test likelihood: removing them raised it from -27.41 to -27.30, with a third of
+    the parameters.
+    """
+    _, held, unseen = split
+    model = choice.model_of_training_rows()
+    if not model.tree.hidden_nodes:
+        return 0.0, {}
+
+    def run(rows):
+        fitted = pruned_fit(model, rows / choice.train_weight)
+        return held.mean(est._held_out_log_likelihood(fitted, moments, held.rows, unseen))
+
+    none, gain = run(0.0), max(est.tol, TIE_TOL)
+    walked, best = _doubling_walk(run, _PRUNE_ROWS_MIN, _PRUNE_ROWS_MAX, none, gain)
+    scores = {0.0: none, **walked}
+    if est.verbose:
+        text = ", ".join(f"{v:g} {s:.4f}" for v, s in scores.items())
+        print(f"hidden states of fewer expected rows removed: held-out log-likelihood per "
+              f"row {text}; chose {best:g}")  # fmt: skip
+    return best, scores
 
 
 def select_entropy(

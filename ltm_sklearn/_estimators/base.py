@@ -61,6 +61,7 @@ from .._algorithms.em import (
     polish,
     random_cpts,
 )
+from .._algorithms.hidden_states import hidden_state_counts
 from .._algorithms.leaves import CategoricalLeaves
 from .._algorithms.structure import (
     STRUCTURE_METHODS,
@@ -73,7 +74,14 @@ from .._engine.user_frames import user_stacklevel
 from .._sources.distributed import dask_moments
 from .auto_fit import select_model
 from .candidates import CandidateTask, run_tasks, task_seed
-from .fits import DEFAULT_ALPHA, FittedModel, ModelChoice, average_fits, moment_states
+from .fits import (
+    DEFAULT_ALPHA,
+    FittedModel,
+    ModelChoice,
+    average_fits,
+    moment_states,
+    pruned_fit,
+)
 from .partial_fit import PartialFitMixin
 from .queries import QueryMixin
 from .sklearn_internals import Interval, StrOptions, check_sample_weight, fit_context
@@ -111,6 +119,8 @@ class BaseLatentTree(
     #: or ``entropy`` parameter)
     softening = 0.0
     entropy = 0.0
+    #: and keep every hidden state (no ``min_state_rows`` parameter)
+    min_state_rows = 0.0
     #: whether a fit can go on from where it stopped (EM on category codes), so that the
     #: candidates of a selection can race; otherwise each is fitted once
     _resumable_fits = True
@@ -129,6 +139,7 @@ class BaseLatentTree(
         "softening": [Interval(Real, 0, 0.5, closed="left"), StrOptions({"auto"})],
         "entropy": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "n_members": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "min_state_rows": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "n_jobs": [None, Integral],
@@ -147,6 +158,7 @@ class BaseLatentTree(
         softening=0.0,
         entropy=0.0,
         n_members="auto",
+        min_state_rows="auto",
         max_iter=300,
         tol=1e-4,
         n_jobs=None,
@@ -161,6 +173,7 @@ class BaseLatentTree(
         self.softening = softening
         self.entropy = entropy
         self.n_members = n_members
+        self.min_state_rows = min_state_rows
         self.max_iter = max_iter
         self.tol = tol
         self.n_jobs = n_jobs
@@ -260,6 +273,9 @@ class BaseLatentTree(
         self.alpha_ = DEFAULT_ALPHA if isinstance(self.alpha, str) else float(self.alpha)
         self.softening_ = 0.0 if isinstance(self.softening, str) else float(self.softening)
         self.entropy_ = 0.0 if isinstance(self.entropy, str) else float(self.entropy)
+        # "auto" without a selection (no held-out rows to choose on): every state kept
+        given = not isinstance(self.min_state_rows, str)
+        self.min_state_rows_ = float(self.min_state_rows) if given else 0.0
         names = self._candidate_structures()
         if not isinstance(self.n_hidden_states, str) and names not in (["chow_liu"], ["given"]):
             # refuse before fitting any candidate (a learned latent tree has hidden nodes)
@@ -282,6 +298,9 @@ class BaseLatentTree(
                 self.entropy_, self.entropy_scores_ = choice.entropy, choice.entropy_scores
             if choice.member_scores is not None:
                 self.n_members_scores_ = choice.member_scores
+            if choice.min_state_rows_scores is not None:
+                self.min_state_rows_ = choice.min_state_rows
+                self.min_state_rows_scores_ = choice.min_state_rows_scores
         else:
             k, structure = int(self.n_hidden_states), names[0]
         self._check_table_memory(moments, k)
@@ -332,7 +351,8 @@ class BaseLatentTree(
                     resumed.extras = fitted.extras
                     fitted = resumed
             fitted = self._fit_members(fitted, parameters, k, rng)
-        self._set_fitted(fitted)
+        total = getattr(moments, "total_weight", None) or float(moments.sample_weight.sum())
+        self._set_fitted(pruned_fit(fitted, self.min_state_rows_ / total))
         if self._keeps_held_out_fit and choice is not None and choice.held_out is not None:
             trained = choice.model_of_training_rows()
             if trained is not None:
@@ -542,6 +562,7 @@ class BaseLatentTree(
         root, cpts = canonical_root(fitted.tree, fitted.root_marginal, fitted.cpts)
         self.root_marginal_ = root
         self.cpts_ = cpts
+        self.hidden_state_counts_ = hidden_state_counts(fitted.tree, root, cpts)
         self.lower_bound_ = fitted.objective
         self.n_iter_ = fitted.n_iter
         self.converged_ = fitted.converged

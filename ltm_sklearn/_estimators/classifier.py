@@ -944,7 +944,16 @@ def _fit_class_model(est, X, sample_weight, label, quiet=False, record=False):
 
 
 #: the model choices of a density estimator that ``"auto"`` makes in its fit
-_CHOICES = ("n_hidden_states", "structure", "n_members", "alpha", "softening", "entropy", "hidden")
+_CHOICES = (
+    "n_hidden_states",
+    "structure",
+    "n_members",
+    "alpha",
+    "softening",
+    "entropy",
+    "min_state_rows",
+    "hidden",
+)
 
 
 def _choices_of(fitted):

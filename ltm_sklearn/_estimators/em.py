@@ -52,6 +52,10 @@ class LatentTreeEM(BaseLatentTree):
         ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their
         number with ``n_hidden_states="auto"`` (one fit for a given ``k'``), as in
         :class:`SpectralLatentTree`.
+    min_state_rows : float >= 0 or "auto", default="auto"
+        Hidden states the fitted model expects fewer training rows in are removed;
+        ``"auto"`` chooses the threshold on held-out rows (see
+        :class:`SpectralLatentTree`).
     max_iter : int, default=300
     tol : float, default=1e-4
         Stop when an iteration improves the objective by less than ``tol`` nats per row.
@@ -83,7 +87,8 @@ class LatentTreeEM(BaseLatentTree):
         The structure method used (the selected one with ``structure="auto"``).
     structure_scores_ : dict
         Held-out log-likelihood per row of every candidate (``structure="auto"`` only).
-    n_hidden_states_, n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, n_members_scores_
+    n_hidden_states_, n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, n_members_scores_,
+    min_state_rows_, min_state_rows_scores_, hidden_state_counts_
         As in :class:`SpectralLatentTree`.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -119,6 +124,7 @@ class LatentTreeEM(BaseLatentTree):
         softening=0.0,
         entropy=0.0,
         n_members="auto",
+        min_state_rows="auto",
         max_iter=300,
         tol=1e-4,
         n_jobs=None,
@@ -134,6 +140,7 @@ class LatentTreeEM(BaseLatentTree):
             softening=softening,
             entropy=entropy,
             n_members=n_members,
+            min_state_rows=min_state_rows,
             max_iter=max_iter,
             tol=tol,
             n_jobs=n_jobs,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .._algorithms.em import average_members
+from .._algorithms.hidden_states import prune_states
 from .._engine.tree import LatentTree
 
-__all__ = ["FittedModel", "ModelChoice", "average_fits", "moment_states"]
+__all__ = ["FittedModel", "ModelChoice", "average_fits", "moment_states", "pruned_fit"]
 
 #: memory the tables of one model may take (EM holds a few copies), in bytes
 TABLE_MEMORY = 2**30
@@ -60,13 +61,19 @@ class ModelChoice:
     member_weights: np.ndarray | None = None
     held_out: object = None
     unseen_proba: np.ndarray | None = None
+    min_state_rows: float | None = None
+    min_state_rows_scores: dict | None = None
 
     def model_of_training_rows(self):
         """The chosen model as the selection fitted it on its training rows: the fit, or
-        the average of its members."""
+        the average of its members, without its hidden states of fewer expected rows
+        than ``min_state_rows`` (when set)."""
+        fitted = self.fit
         if self.members and len(self.members) > 1:
-            return average_fits(self.members, self.member_weights)
-        return self.fit
+            fitted = average_fits(self.members, self.member_weights)
+        if self.min_state_rows:
+            fitted = pruned_fit(fitted, self.min_state_rows / self.train_weight)
+        return fitted
 
 
 def average_fits(fits, weights=None):
@@ -84,6 +91,16 @@ def average_fits(fits, weights=None):
         all(f.converged for f in fits),
         fits[0].extras,
     )
+
+
+def pruned_fit(fitted, min_mass):
+    """``fitted`` without its hidden states of marginal probability below ``min_mass``
+    (:func:`~ltm_sklearn._algorithms.hidden_states.prune_states`); the EM state is
+    dropped (the tables no longer have its shapes)."""
+    if min_mass <= 0 or not fitted.tree.hidden_nodes:
+        return fitted
+    root, cpts = prune_states(fitted.tree, fitted.root_marginal, fitted.cpts, min_mass)
+    return replace(fitted, root_marginal=root, cpts=cpts, em_state=None)
 
 
 def moment_states(n_states):

@@ -63,6 +63,10 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their
         number with ``n_hidden_states="auto"`` (one fit for a given ``k'``), as in
         :class:`SpectralLatentTree`.
+    min_state_rows : float >= 0 or "auto", default="auto"
+        Hidden states the fitted model expects fewer training rows in are removed;
+        ``"auto"`` chooses the threshold on held-out rows (see
+        :class:`SpectralLatentTree`).
     max_iter : int, default=300
     tol : float, default=1e-4
         As in :class:`SpectralLatentTree`.
@@ -74,7 +78,8 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     ----------
     tree_, root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, structure_,
     structure_scores_, n_hidden_states_, n_hidden_states_scores_, alpha_, alpha_scores_,
-    n_members_, lower_bound_, n_iter_, converged_, n_features_in_, feature_names_in_
+    n_members_, min_state_rows_, min_state_rows_scores_, hidden_state_counts_, lower_bound_,
+    n_iter_, converged_, n_features_in_, feature_names_in_
         As in :class:`SpectralLatentTree`.
 
     Notes
@@ -121,6 +126,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
         softening=0.0,
         entropy=0.0,
         n_members="auto",
+        min_state_rows="auto",
         max_iter=300,
         tol=1e-4,
         n_jobs=None,
@@ -136,6 +142,7 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
             softening=softening,
             entropy=entropy,
             n_members=n_members,
+            min_state_rows=min_state_rows,
             max_iter=max_iter,
             tol=tol,
             n_jobs=n_jobs,

@@ -66,6 +66,10 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         ``n_members * n_hidden_states_`` states per hidden node; ``"auto"`` chooses their
         number with ``n_hidden_states="auto"`` (one fit for a given ``k'``), as in
         :class:`SpectralLatentTree`.
+    min_state_rows : float >= 0 or "auto", default="auto"
+        Hidden states the fitted model expects fewer training rows in are removed;
+        ``"auto"`` chooses the threshold on held-out rows (see
+        :class:`SpectralLatentTree`).
     max_iter : int, default=300
     tol : float, default=1e-4
         As in :class:`SpectralLatentTree`.
@@ -82,7 +86,8 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         Smallest gap between the best and second best summed score of a decision.
     root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, n_hidden_states_,
     n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, n_members_scores_,
-    lower_bound_, n_iter_, converged_, n_features_in_, feature_names_in_
+    min_state_rows_, min_state_rows_scores_, hidden_state_counts_, lower_bound_, n_iter_,
+    converged_, n_features_in_, feature_names_in_
         As in :class:`SpectralLatentTree`.
 
     Notes
@@ -134,6 +139,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         softening=0.0,
         entropy=0.0,
         n_members="auto",
+        min_state_rows="auto",
         max_iter=300,
         tol=1e-4,
         n_jobs=None,
@@ -149,6 +155,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         self.softening = softening
         self.entropy = entropy
         self.n_members = n_members
+        self.min_state_rows = min_state_rows
         self.max_iter = max_iter
         self.tol = tol
         self.n_jobs = n_jobs

@@ -156,6 +156,19 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         gains (``n_members_scores_``); with a given ``k'``, one fit. Needs every column at
         a leaf (one fit is kept otherwise, with a warning for a number); costs
         ``n_members_`` final fits.
+    min_state_rows : float >= 0 or "auto", default="auto"
+        Hidden states are removed from the fitted model when it expects fewer training
+        rows in them than this (their marginal probability times the total sample
+        weight), and the rest renormalised
+        (:func:`~ltm_sklearn._algorithms.hidden_states.prune_states`), so that each
+        hidden node keeps as many states as the rows support (``hidden_state_counts_``);
+        ``0`` keeps every state. ``"auto"``: with a selection inside ``fit`` (any other
+        ``"auto"`` choice, or several candidate structures), chosen on its held-out
+        rows once the model is chosen - none, then 0.5 rows doubled while the held-out
+        log-likelihood gains more than ``tol`` per row (``min_state_rows_scores_``);
+        without one, every state is kept. On the digits demo (1,257 rows, four members
+        of 32 states) it removed the states of under half a row: test log-likelihood
+        -27.30 against -27.41 nats per row, with a third of the parameters.
     max_iter : int, default=300
         EM iterations that polish the moment estimate (``0``: the moment estimate).
     tol : float, default=1e-4
@@ -220,6 +233,15 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
     n_members_scores_ : dict
         Held-out log-likelihood per row of the average of the first ``m`` fits, for
         every ``m`` tried (``n_members="auto"`` with ``n_hidden_states="auto"`` only).
+    min_state_rows_ : float
+        The expected training rows a hidden state needed to stay (``min_state_rows``,
+        or the value ``"auto"`` chose; ``0``: every state kept).
+    min_state_rows_scores_ : dict
+        Held-out log-likelihood per row of every value tried (``min_state_rows="auto"``
+        with a selection only).
+    hidden_state_counts_ : ndarray of shape (n_hidden_nodes,)
+        The states each hidden node keeps, in the order of ``tree_.hidden_nodes``
+        (``n_members_ * n_hidden_states_`` before any is removed).
     lower_bound_ : float
         Training objective per row (log-likelihood plus log prior) at the last E-step
         (the members' mean with ``n_members_ > 1``).
