@@ -96,6 +96,10 @@ def _ours(est, train, valid, test):
         "structure": est.structure_,
         "n_iter": int(est.n_iter_),
         "n_members": int(getattr(est, "n_members_", 1)),
+        "min_state_rows": float(getattr(est, "min_state_rows_", 0.0)),
+        "min_state_rows_scores": {
+            str(v): s for v, s in getattr(est, "min_state_rows_scores_", {}).items()
+        },
     }
 
 
@@ -340,8 +344,10 @@ def report(sets):
         best_hclt = max(hclt, key=lambda r: r["valid"]) if hclt else None
         rec = {m: _load(f"{name}-{m}") for m in ("chow_liu", "independence")}
         peers = {m: _load(f"{name}-{m}") for m in ("pgmpy_chow_liu", "pgmpy_hill_climbing")}
+        pruned = auto.get("min_state_rows", 0.0) if auto else 0.0
+        pruned = f", hidden states of < {pruned:g} rows removed" if pruned else ""
         chosen = (
-            f" (k'={auto['k']}, {auto['structure']}, members: {auto.get('n_members', 1)})"
+            f" (k'={auto['k']}, {auto['structure']}, members: {auto.get('n_members', 1)}{pruned})"
             if auto
             else ""
         )
