@@ -4,8 +4,9 @@ Pixels (0..16) are cut into three levels (blank / faint / dark), which makes eve
 categorical with at most 3 states. The demo
 
 1. learns a latent tree over the 64 pixels with the defaults and
-   ``n_hidden_states="auto"``: the structure (six candidates) and the number of hidden
-   states k' chosen inside ``fit`` on held-out training rows,
+   ``n_hidden_states="auto"``: the structure (six candidates), the number of hidden
+   states k', the averaged fits and the states each hidden node keeps chosen inside
+   ``fit`` on held-out training rows,
 2. picks k' the scikit-learn way too, by 5-fold cross-validated held-out likelihood,
 3. classifies digits (``LatentTreeClassifier``: one latent tree model per class + the
    class prior, pooled with one tree over the pixels and the digit), next to a naive
@@ -46,6 +47,12 @@ def main():
     )
     scores = ", ".join(f"{k}: {s:.2f}" for k, s in est.n_hidden_states_scores_.items())
     print(f"   held-out log-likelihood per k' inside fit: {scores}")
+    counts = est.hidden_state_counts_
+    print(
+        f"   {est.n_members_} averaged fits of {est.n_hidden_states_} states; the hidden "
+        f"nodes keep {counts.min()}-{counts.max()} of their {est.n_members_ * est.n_hidden_states_}"
+        f" states (those under {est.min_state_rows_:g} expected rows removed)"
+    )
 
     grid = GridSearchCV(
         SpectralLatentTree(structure="nj", random_state=0),
