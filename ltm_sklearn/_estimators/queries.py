@@ -60,7 +60,9 @@ class QueryMixin:
         -------
         ndarray of shape (n_samples, n_hidden_nodes, n_states)
             Hidden nodes in the order of ``tree_.hidden_nodes``; ``n_states`` is
-            ``n_members_ * n_hidden_states_``.
+            ``n_members_ * n_hidden_states_``. A node that kept fewer states
+            (``hidden_state_counts_``, see ``min_state_rows``) fills its first columns
+            and has zeros in the others.
         """
         check_is_fitted(self)
         ev = self._evidence(self._encode(self._validate_X(X, reset=False)))
@@ -78,7 +80,7 @@ class QueryMixin:
 
         The latent class of a row, as :meth:`sklearn.mixture.GaussianMixture.predict_proba`
         gives the posterior of the mixture component: ``P(h_root = s | observed entries)``
-        for the ``n_members_ * n_hidden_states_`` states of the root ``tree_.root`` (a
+        for the states of the root ``tree_.root`` (a
         hidden node at the centre of the tree); NaN entries are marginalised out. For
         every hidden node use :meth:`predict_hidden_proba`; to classify rows by per-class
         likelihoods use :class:`~ltm_sklearn.LatentTreeClassifier`.
@@ -90,7 +92,9 @@ class QueryMixin:
         Returns
         -------
         ndarray of shape (n_samples, n_states)
-            ``n_states`` is ``n_members_ * n_hidden_states_``; rows sum to 1. A tree without hidden
+            ``n_states`` is the root's number of states: ``n_members_ *
+            n_hidden_states_``, or fewer where ``min_state_rows`` removed some
+            (``hidden_state_counts_``); rows sum to 1. A tree without hidden
             nodes (e.g. ``structure_ == "chow_liu"``) has a single latent class: one
             column of ones.
         """
