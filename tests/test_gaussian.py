@@ -641,14 +641,20 @@ def test_relearned_trees_stay_put_on_components_too_small_to_rank_edges():
     assert params.trees[0] is not chain  # the big component's own Chow-Liu tree
 
 
+def _gaussian_chain(n=1500, d=8, seed=0):
+    """Rows of a Gaussian Markov chain over the columns (no hidden variables)."""
+    rng = np.random.default_rng(seed)
+    X = np.empty((n, d))
+    X[:, 0] = rng.normal(size=n)
+    for j in range(1, d):
+        X[:, j] = 0.8 * X[:, j - 1] + 0.6 * rng.normal(size=n)
+    return X
+
+
 def test_latent_walks_stop_where_the_chow_liu_tree_scores_better():
     # a Gaussian Markov chain over the columns: the Chow-Liu tree is the truth, and the
     # structures with hidden variables stop after two numbers of components behind it
-    rng = np.random.default_rng(0)
-    X = np.empty((1500, 8))
-    X[:, 0] = rng.normal(size=1500)
-    for j in range(1, 8):
-        X[:, j] = 0.8 * X[:, j - 1] + 0.6 * rng.normal(size=1500)
+    X = _gaussian_chain()
     est = GaussianLatentTree(margins="none", random_state=0).fit(X)
     walked = {}
     for (_, structure, k), bic in est.bic_.items():
@@ -664,11 +670,7 @@ def test_latent_walks_stop_where_the_chow_liu_tree_scores_better():
 def test_a_structure_asked_for_walks_to_its_own_stopping_point():
     # the margins' choice walks the Chow-Liu tree, but structure="me" alone is not
     # stopped by it
-    rng = np.random.default_rng(0)
-    X = np.empty((1500, 8))
-    X[:, 0] = rng.normal(size=1500)
-    for j in range(1, 8):
-        X[:, j] = 0.8 * X[:, j - 1] + 0.6 * rng.normal(size=1500)
+    X = _gaussian_chain()
     est = GaussianLatentTree(structure="me", random_state=0).fit(X)
     ks = sorted(k for (_, structure, k) in est.bic_ if structure == "me")
     assert len(ks) > 2
