@@ -72,8 +72,10 @@ def prune_states(tree, root_marginal, cpts, min_mass):
         if u in keep:
             table = table[:, keep[u]]
             sums = table.sum(axis=1, keepdims=True)
-            fallback = marginals[u][keep[u]] / marginals[u][keep[u]].sum()
-            table = np.where(sums > 0, table / np.where(sums > 0, sums, 1.0), fallback)
+            kept_mass = marginals[u][keep[u]]
+            table = np.where(
+                sums > 0, table / np.where(sums > 0, sums, 1.0), kept_mass / kept_mass.sum()
+            )
         out[u] = table
     return root, out
 
