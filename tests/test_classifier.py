@@ -447,6 +447,33 @@ def test_classifier_auto_keeps_the_class_models_of_its_choice_and_their_warnings
         np.testing.assert_array_equal(model.score_samples(X), again.score_samples(X))
 
 
+def test_trial_fits_skip_the_raw_estimate_and_the_final_models_keep_it(monkeypatch):
+    """The classifier's trial fits (scored and dropped) skip the raw estimate, which only
+    a reader of a final model uses: their explicit models are those of a full fit. The
+    final class models and the joint model keep it."""
+    from ltm_sklearn._estimators import classifier as classifier_module
+
+    X, y, tree, _ = two_class_data(n_per_class=300)
+    base = SpectralLatentTree(2, tree=tree, random_state=0)
+    full = clone(base).fit(X[y == "a"])
+    trial = classifier_module._fit_class_model(clone(base), X[y == "a"], None, "a", trial=True)
+    assert hasattr(full, "raw_estimate_") and not hasattr(trial, "raw_estimate_")
+    np.testing.assert_array_equal(trial.score_samples(X), full.score_samples(X))
+
+    trials = []
+    fit = classifier_module._fit_class_model
+
+    def spy(est, *args, trial=False, **kwargs):
+        trials.append(trial)
+        return fit(est, *args, trial=trial, **kwargs)
+
+    monkeypatch.setattr(classifier_module, "_fit_class_model", spy)
+    clf = LatentTreeClassifier(n_hidden_states="auto", random_state=0, n_jobs=1).fit(X, y)
+    assert any(trials) and not all(trials)  # the out-of-fold fits are trials
+    assert all(hasattr(m, "raw_estimate_") for m in clf.estimators_)
+    assert hasattr(clf.joint_estimator_, "raw_estimate_")
+
+
 @pytest.mark.slow  # starts worker processes
 def test_classifier_auto_gives_the_same_models_in_worker_processes_or_here(monkeypatch):
     from ltm_sklearn._estimators import classifier as classifier_module

@@ -468,13 +468,14 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return {"random_state": check_random_state(self.random_state).randint(2**31 - 1)}
         return {}
 
-    def _fit_joint(self, base, X, y_idx, sample_weight, like=None, keep=False):
+    def _fit_joint(self, base, X, y_idx, sample_weight, like=None, keep=False, trial=False):
         """One density over the columns and the class index (a kernel model gets the
         class declared categorical: its column mask, with the class column appended).
         ``like``: a fitted joint model whose choices (each ``"auto"`` parameter's fitted
         value) the fit takes instead of choosing again. ``keep``: an estimator of this
         package keeps its selection's model of the training rows
-        (``_take_held_out_model``)."""
+        (``_take_held_out_model``). ``trial``: a fit to score and drop
+        (:func:`_as_trial`)."""
         params = self._seeded(base)
         n_rows = int(np.count_nonzero(sample_weight > 0))
         if self.n_hidden_states is not None:
@@ -493,6 +494,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             mask = categorical_mask(X, base.categorical_features)
             params["categorical_features"] = np.append(mask, True)
         est = clone(base).set_params(**params)
+        if trial:
+            _as_trial(est)
         if not (keep and isinstance(est, BaseLatentTree)):
             return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
         est._keeps_held_out_fit = True  # for this fit only
@@ -598,9 +601,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 warnings.simplefilter("ignore")  # a trial fit: the final fit warns
                 # the choices of the joint model on every row (its k', members, prior):
                 # choosing them again on the calibration fold's rows cost 3-5x the fit
-                est = self._fit_joint(
-                    base, safe_indexing(X, train), y_idx[train], w_train, self.joint_estimator_
-                )
+                train_X, like = safe_indexing(X, train), self.joint_estimator_
+                est = self._fit_joint(base, train_X, y_idx[train], w_train, like, trial=True)
             joint = self._joint_log_proba(safe_indexing(X, val), est)
         return choose_pool(
             scores.log_likelihood, scores.log_prior, joint, scores.y, scores.weights, default
@@ -641,7 +643,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         parameters of each class's model over ``shared`` (one dict per class)."""
         shared = dict(shared)
         if self.shared_tree and base.get_params().get("tree", False) is None:
-            pooled = clone(base).set_params(**shared).fit(X, sample_weight=sample_weight)
+            pooled = _as_trial(clone(base).set_params(**shared))  # for its tree only
+            pooled.fit(X, sample_weight=sample_weight)
             shared.update(pooled._shared_params())
         jobs = []
         k = shared.get("n_hidden_states", base.get_params().get("n_hidden_states"))
@@ -671,13 +674,15 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if not jobs:
             return []
         start = time.perf_counter()
-        out = [_fit_class_model(*jobs[0], quiet=True, record=record)]
+        # a recorded fit may become a final model; the others are trials
+        options = dict(quiet=True, record=record, trial=not record)
+        out = [_fit_class_model(*jobs[0], **options)]
         rest = jobs[1:]
         n_jobs = min(block_threads(self.n_jobs), len(rest))
         if worth_workers(n_jobs, (time.perf_counter() - start) * len(rest)):
-            calls = [(*job, True, record) for job in rest]
+            calls = [(*job, True, record, not record) for job in rest]
             return out + run_in_workers(_fit_class_model, calls, n_jobs)
-        return out + [_fit_class_model(*job, quiet=True, record=record) for job in rest]
+        return out + [_fit_class_model(*job, **options) for job in rest]
 
     def _independence_candidate(self, base):
         """Parameters that make ``base`` the independence model of each class (naive
@@ -925,10 +930,14 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return tags
 
 
-def _fit_class_model(est, X, sample_weight, label, quiet=False, record=False):
+def _fit_class_model(est, X, sample_weight, label, quiet=False, record=False, trial=False):
     """``est`` fitted on the rows ``X`` of class ``label`` (an error names the class;
     ``quiet``: without warnings). ``record``: ``(est, warnings)`` with the warnings of
-    the fit as ``(message, category)`` pairs, for :func:`_replay`."""
+    the fit as ``(message, category)`` pairs, for :func:`_replay`. ``trial``: a fit to
+    score and drop, which keeps nothing that only a reader of the model uses
+    (:func:`_as_trial`)."""
+    if trial:
+        _as_trial(est)
     try:
         with warnings.catch_warnings(record=record) as caught:
             if record:
@@ -966,6 +975,15 @@ def _choices_of(fitted):
         for name in _CHOICES
         if params.get(name) == "auto" and hasattr(fitted, f"{name}_")
     }
+
+
+def _as_trial(est):
+    """``est`` (unfitted) made a trial fit: an estimator of this package then skips its
+    raw estimate (``_keeps_raw_estimate``), which only a reader of a final model uses;
+    the fitted model is the same."""
+    if isinstance(est, BaseLatentTree):
+        est._keeps_raw_estimate = False
+    return est
 
 
 def _replay(model, caught):

@@ -30,6 +30,8 @@ class ObservableMixin:
         )
 
     def _raw_extras(self, tree, moments, k):
+        if not self._keeps_raw_estimate:
+            return {}
         unseen = self._unseen_proba(moments)
         raw = raw_representation(tree, moments, k, unseen, self._fit_raw)
         return {} if raw is None else {"raw_estimate_": raw}
