@@ -667,22 +667,6 @@ def test_latent_walks_stop_where_the_chow_liu_tree_scores_better():
     assert len(walked["chow_liu"]) >= 2
 
 
-def test_latent_walks_stop_where_the_full_covariance_mixture_scores_better():
-    # components with dense covariances: the full-covariance mixture is the truth and
-    # scores best at every number of components; the structures with hidden variables
-    # stop after two behind it (walked on, "me" went to four)
-    X = _full_covariance_truth(d=6, n_components=3, seed=0).sample(1500, random_state=1)
-    est = GaussianLatentTree(margins="none", random_state=0).fit(X)
-    walked = {}
-    for (_, structure, k), bic in est.bic_.items():
-        walked.setdefault(structure, {})[k] = bic
-    assert (est.structure_, est.n_components_) == ("full", 3)
-    for latent in ("me", "hclt"):
-        ks = sorted(walked[latent])
-        assert ks == [1, 2]
-        assert all(walked[latent][k] > walked["full"][k] for k in ks)
-
-
 def test_a_structure_asked_for_walks_to_its_own_stopping_point():
     # the margins' choice walks the Chow-Liu tree, but structure="me" alone is not
     # stopped by it

@@ -79,14 +79,9 @@ MAX_AUTO_COMPONENTS = 10
 _HERMITE_NODES = 64
 #: ``"auto"`` stops after this many components in a row without a better criterion
 _PATIENCE = 2
-#: the structures with hidden variables between the columns, whose walks stop once a
-#: model without them scores better (:data:`_REFERENCES`)
+#: the structures with hidden variables between the columns, whose walks stop once the
+#: Chow-Liu tree over the columns scores better
 _LATENT = ("me", "hclt", "grouped_hclt")
-#: the structures that walk first, among the candidates: the Chow-Liu tree over the
-#: columns and the full-covariance mixture, the fastest walks and the two ends of what a
-#: latent structure lies between (no dependence modelled through hidden variables, and
-#: every dependence within a component)
-_REFERENCES = ("chow_liu", "full")
 #: seconds one after another per entry of the fits still to do (rows x columns x fits),
 #: the estimate by which the structures' walks go to worker processes
 #: (:func:`~ltm_sklearn._engine.workers.worth_workers`), measured where the rows hold
@@ -141,9 +136,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         component a full-covariance Gaussian, the limit of multivariate leaves where
         every column depends linearly on all others), ``"auto"`` (the best of
         ``"chow_liu"``, ``"tree_mixture"``, ``"me"``, ``"hclt"`` and ``"full"`` by BIC,
-        each with its own number of components; the Chow-Liu tree and the
-        full-covariance mixture walk their numbers of components first, and ``"me"`` and
-        ``"hclt"`` stop after two numbers in a row at which one of them scores better).
+        each with its own number of components; the Chow-Liu tree walks its numbers of
+        components first, and ``"me"`` and ``"hclt"`` stop after two numbers in a row at
+        which it scores better).
     max_iter : int, default=300
         EM iterations per fit.
     tol : float, default=1e-4
@@ -450,39 +445,29 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             "starts": {},
         }
 
-    def _search(self, data, sw, structures, grid, seed, distinct, optional=None):
-        """The fit of best BIC over structures, each walking the grid of components (a tree
+    def _search(self, data, sw, structures, grid, seed, distinct):
+        """The best BIC over structures, each walking the grid of components (a tree
         without hidden variables needs more components than a latent tree to fit the
         same law) until two in a row do not improve it (:func:`~.selection.grow`), the
-        references first (:data:`_REFERENCES`, those among the candidates): a structure
-        with hidden variables between the columns also stops after two numbers of
-        components at which a reference scores better (with the Chow-Liu tree alone as
-        the reference, the same models on the six numeric tables in 1.1-2.2x less time;
-        with the full-covariance mixture too, the same models again and on segment and
-        magic fewer fits, ``bench_speed.py``); the
+        Chow-Liu tree first: a structure with hidden variables between the columns also
+        stops after two numbers of components at which the Chow-Liu tree over the same
+        columns scores better (on the six numeric tables the same models in 1.1-2.2x
+        less time, ``bench_speed.py``); the
         walks run side by side in worker processes (``n_jobs``) when that saves more
-        than the workers' start, and their fits are cached in ``data``. ``optional``:
-        whether the structures are candidates among others (:func:`_group_grid`; by
-        default, when there are several)."""
+        than the workers' start, and their fits are cached in ``data``."""
         d = data["Z"].shape[1]
-        optional = len(structures) > 1 if optional is None else optional
         names = [s for s in structures if isinstance(s, str)]
         reference = None
-        first = [n for n in _REFERENCES if n in names]
-        if first and len(names) > 1:
-            # among candidates, the references walk first (the fastest, one after the
-            # other): the latent structures stop where one scores better (:func:`_walk`)
-            for name in first:
-                if name not in {n for n, _ in data["fits"]}:
-                    self._search(data, sw, (name,), grid, seed, distinct, optional=True)
-            reference = {}
-            for (n, k), f in data["fits"].items():
-                if n in first:
-                    reference[k] = min(f["bic"], reference.get(k, np.inf))
+        if "chow_liu" in names and len(names) > 1:
+            # among candidates, the Chow-Liu tree walks first (the fastest): the latent
+            # structures stop where it scores better (:func:`_walk`)
+            if "chow_liu" not in {n for n, _ in data["fits"]}:
+                self._search(data, sw, ("chow_liu",), grid, seed, distinct)
+            reference = {k: f["bic"] for (n, k), f in data["fits"].items() if n == "chow_liu"}
         walks = []
         for structure in structures:
             name = structure if isinstance(structure, str) else "given"
-            ks = list(_group_grid(name, grid, d, distinct, optional))
+            ks = list(_group_grid(name, grid, d, distinct, optional=len(structures) > 1))
             cached = {k: f for (n, k), f in data["fits"].items() if n == name}
             walks.append((structure, name, ks, cached, reference if name in _LATENT else None))
         Z, starts = data["Z"], data["starts"]
@@ -506,7 +491,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
                 self.bic_[(data["name"], name, k)] = float(fit["bic"])
                 if best is None or fit["bic"] < best["bic"]:
                     best = fit
-        return None if best is None else dict(best)  # None: no structure had a grid
+        return dict(best)
 
     def _fit_one(self, Z, sw, structure, k, starts):
         labels = starts.get(k)
@@ -683,9 +668,8 @@ def _kmeans_start(starts, Z, sw, k, seed):
 def _walk(est, structure, name, ks, cached, reference, Z, sw, starts, seed, offset):
     """The fits of one structure over the numbers of components ``ks``, in order, until
     two in a row do not improve its BIC: ``{k: fit}`` (``cached`` fits are not redone).
-    With ``reference`` (the best BIC of the references per number of components,
-    :data:`_REFERENCES`) the walk also stops after two numbers in a row at which it
-    scored below them."""
+    With ``reference`` (the Chow-Liu tree's BIC per number of components) the walk also
+    stops after two numbers in a row at which it scored below that tree."""
     n_eff = sw.sum()
     fits = {}
     behind = 0
