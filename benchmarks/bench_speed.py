@@ -58,7 +58,7 @@ ROWS = ("digits", "gmm-digits", "grid-digits", "truth-k3") + tuple(
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
 CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
 #: the labels of the main table (the digits summary lists every label measured)
-REPORTED = ("before", "float32", "now", "grid", "workers", "states")
+REPORTED = ("before", "float32", "now", "grid", "workers", "states", "rerun")
 VS_ROWS = (
     ("spectral-1e5",)
     + tuple(f"gauss-{t}" for t in NUMERIC)
@@ -185,6 +185,30 @@ def run_vs(row):
     raise ValueError(f"unknown row {row!r}; one of {VS_ROWS}")
 
 
+def machine_probe():
+    """Seconds of a fixed NumPy workload like an E-step's, on one thread (float32 products
+    of a 32 x 32 table with 32 x 16,384 messages, and the elementwise products, sums and
+    divisions around them), the median of five: the machine's speed when a row ran, to
+    read times of different sessions by (the same fits ran 1.3-1.6x faster in one
+    session than in the one before it)."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    table = rng.random((32, 32), dtype=np.float32)
+    messages = rng.random((32, 16384), dtype=np.float32)
+    out = np.empty_like(messages)
+    times = []
+    with threadpool_limits(limits=1):
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(100):
+                np.matmul(table, messages, out=out)
+                out *= messages
+                out /= out.sum(axis=0)
+            times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
 def run_row(row):
     from ltm_sklearn import SpectralLatentTree
 
@@ -299,6 +323,7 @@ def report():
         "grid2": 14,
         "workers": 15,
         "states": 16,
+        "rerun": 17,
     }
     everything = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 9), s))
     labels = [label for label in everything if label in REPORTED]
@@ -360,7 +385,11 @@ def report():
             "`min_state_rows='auto'` removes the hidden states the model expects fewer "
             "training rows in than a threshold chosen on the held-out rows (the same fits "
             "before it; plants and the digits fits change; the choice took 0.14-0.19 s of a "
-            "digits fit and 0.3 s of jester's, so the longer times are the session's). "
+            "digits fit and 0.3 s of jester's, so the longer times are the session's); "
+            "`rerun` commit ef6a150, whose path for these fits is that of `states` (the "
+            "changes since touch the classifier's trial fits only), run in a later session "
+            "in the same order and process: the same models and scores, the machine's "
+            "drift between the two sessions in its times. "
             "`moments` and `blocks` ran in "
             "one session, interleaved row by row, and `float32` right after them; the "
             "other cells come from earlier sessions (the "
@@ -382,6 +411,7 @@ def report():
         runs = [parts[(label, r)] for r in ("digits", *seeds) if (label, r) in parts]
         if len(runs) > 1:
             test = np.array([p["test"] for p in runs])
+            probes = [p["probe"] for p in runs if "probe" in p]
             summary.append(
                 [
                     label,
@@ -390,6 +420,7 @@ def report():
                     f"{test.mean():.3f}",
                     f"{test.std(ddof=1) / np.sqrt(len(runs)):.3f}",
                     f"{test.min():.3f} to {test.max():.3f}",
+                    f"{np.mean(probes):.3f}" if probes else "",
                 ]
             )
     if summary:
@@ -399,10 +430,21 @@ def report():
                 "",
                 "The same fit with `random_state` 0 (`digits`) and the `digits@<seed>` rows: "
                 "the held-out score of the automatic fit moves with the random streams of "
-                "its EM starts, so versions are compared by their mean.",
+                "its EM starts, so versions are compared by their mean. 'probe s': the "
+                "machine's speed when the rows ran (`machine_probe`, a fixed NumPy workload "
+                "like an E-step's, measured before each row; lower is faster), for labels "
+                "measured since it was added.",
                 "",
                 markdown_table(
-                    ["label", "fits", "mean fit s", "mean test nats/row", "s.e.", "range"],
+                    [
+                        "label",
+                        "fits",
+                        "mean fit s",
+                        "mean test nats/row",
+                        "s.e.",
+                        "range",
+                        "probe s",
+                    ],
                     summary,
                 ),
             ]
@@ -522,7 +564,8 @@ def main():
             print(row, out, flush=True)
         return
     for row in args.rows:
-        out = run_row(row)
+        probe = machine_probe()
+        out = dict(run_row(row), probe=probe)
         (PARTS / f"{args.label}-{row}.json").write_text(json.dumps(out, indent=1))
         print(args.label, row, out, flush=True)
 
