@@ -89,6 +89,29 @@ def test_projected_dense_and_row_paths_agree(monkeypatch):
     np.testing.assert_allclose(dense, expect, atol=1e-12)
 
 
+def test_projected_counts_of_complete_columns_and_unit_weights_are_exact():
+    # unit weights count integers: the same tables as summed weights (weights 1 and 0,
+    # whose rows of weight 0 count nothing) and as the brute-force triple table; a
+    # missing entry in a column the request does not read changes nothing
+    rng = np.random.RandomState(5)
+    codes = _random_codes(rng, 3000, [3, 4, 5, 2])
+    projs = tuple(rng.randn(2, s) for s in (3, 4, 5))
+    request = [((0, 1, 2), projs)]
+    unit = MomentEstimator(codes, [3, 4, 5, 2]).projected(request)[0]
+    gapped = codes.copy()
+    gapped[3, ::7] = -1  # a missing entry in a column the request does not read
+    masked = MomentEstimator(gapped, [3, 4, 5, 2]).projected(request)[0]
+    doubled = np.hstack([codes, codes[:, :10]])
+    weights = np.r_[np.ones(3000), np.zeros(10)]  # not all 1: the weighted path
+    weighted = MomentEstimator(doubled, [3, 4, 5, 2], weights).projected(request)[0]
+    np.testing.assert_array_equal(unit, masked)
+    np.testing.assert_array_equal(unit, weighted)
+    full = np.zeros((3, 4, 5))
+    np.add.at(full, tuple(codes[:3]), 1.0)
+    expect = np.einsum("abc,ia,jb,kc->ijk", full / 3000, *projs)
+    np.testing.assert_allclose(unit, expect, atol=1e-12)
+
+
 def test_thousand_state_triple_never_builds_dense_table():
     # a dense 1000^3 float table would need 8 GB; the projected moment needs 2x2x2
     rng = np.random.RandomState(4)

@@ -384,20 +384,30 @@ def _projected_sums(codes, w, n_states, requests):
     counted and contracted with the projections one mode at a time, a larger one summed
     from the rows' projected features. (Contracting the requests of one shape in a
     batched product rounds differently, and a decomposition far from orthogonal followed
-    the rounding.)"""
+    the rounding.) Columns without a missing entry in these rows skip the masks, and with
+    every weight 1 the counts are integers (the same values as summed weights)."""
     out = []
+    # per column read, once for all the requests
+    used = sorted({v for variables, _ in requests for v in variables})
+    complete = {v: bool((codes[v] >= 0).all()) for v in used}
+    unit = bool(np.all(w == 1.0))
+    total = float(w.sum())
     for variables, projections in requests:
-        obs = np.ones(codes.shape[1], dtype=bool)
-        for v in variables:
-            obs &= codes[v] >= 0
-        ww = w if obs.all() else w[obs]
-        cols = [codes[v] if obs.all() else codes[v][obs] for v in variables]
+        if all(complete[v] for v in variables):
+            ww, cols, weight = w, [codes[v] for v in variables], total
+        else:
+            obs = np.ones(codes.shape[1], dtype=bool)
+            for v in variables:
+                obs &= codes[v] >= 0
+            ww, cols = w[obs], [codes[v][obs] for v in variables]
+            weight = float(ww.sum())
         sizes = [int(n_states[v]) for v in variables]
         if math.prod(sizes) <= _DENSE_TABLE_LIMIT:
             key = np.zeros(len(ww), dtype=np.int64)
             for c, s in zip(cols, sizes):
                 key = key * s + c
-            table = np.bincount(key, weights=ww, minlength=math.prod(sizes)).reshape(sizes)
+            counts = np.bincount(key, None if unit else ww, minlength=math.prod(sizes))
+            table = counts.astype(float).reshape(sizes)
             for B in projections:
                 # contract the leading (original) mode, append the projected one at the end
                 table = np.tensordot(table, B, axes=([0], [1]))
@@ -407,5 +417,5 @@ def _projected_sums(codes, w, n_states, requests):
             for f in feats[1:]:
                 table = (table[:, :, None] * f[:, None, :]).reshape(len(ww), -1)
             table = table.sum(axis=0).reshape([B.shape[0] for B in projections])
-        out.append((table, float(ww.sum())))
+        out.append((table, weight))
     return out
