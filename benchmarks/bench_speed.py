@@ -189,7 +189,7 @@ def machine_probe():
     """Seconds of a fixed NumPy workload like an E-step's, on one thread (float32 products
     of a 32 x 32 table with 32 x 16,384 messages, and the elementwise products, sums and
     divisions around them), the median of five: the machine's speed when a row ran, to
-    read times of different sessions by (the same fits ran 1.3-1.6x faster in one
+    read times of different sessions by (the same fits ran 1.4-1.8x faster in one
     session than in the one before it)."""
     from threadpoolctl import threadpool_limits
 
