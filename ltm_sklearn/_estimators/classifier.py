@@ -9,6 +9,7 @@ the module is the class docstring. The calibration of the posterior is in
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from numbers import Integral
@@ -675,14 +676,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return []
         start = time.perf_counter()
         # a recorded fit may become a final model; the others are trials
-        options = dict(quiet=True, record=record, trial=not record)
-        out = [_fit_class_model(*jobs[0], **options)]
+        fit = functools.partial(_fit_class_model, quiet=True, record=record, trial=not record)
+        out = [fit(*jobs[0])]
         rest = jobs[1:]
         n_jobs = min(block_threads(self.n_jobs), len(rest))
         if worth_workers(n_jobs, (time.perf_counter() - start) * len(rest)):
-            calls = [(*job, True, record, not record) for job in rest]
-            return out + run_in_workers(_fit_class_model, calls, n_jobs)
-        return out + [_fit_class_model(*job, **options) for job in rest]
+            return out + run_in_workers(fit, rest, n_jobs)
+        return out + [fit(*job) for job in rest]
 
     def _independence_candidate(self, base):
         """Parameters that make ``base`` the independence model of each class (naive
