@@ -210,6 +210,17 @@ def test_auto_lands_on_the_true_number_of_states(seed, states):
     assert gap < 0.02
 
 
+def test_scores_per_k_are_those_of_the_structures_with_hidden_nodes():
+    # the Chow-Liu tree scores the same at every k': were it counted, it would be the
+    # score of every k' it leads (here k' = 1 and 2) and flatten the curve there
+    _, X, _ = _ground_truth(n=3000)
+    est = SpectralLatentTree(n_hidden_states="auto", n_members=1, random_state=0).fit(X)
+    scores, by_structure = est.n_hidden_states_scores_, est.structure_scores_
+    latent = [s for name, s in by_structure.items() if name != "chow_liu"]
+    assert scores[est.n_hidden_states_] == max(latent)
+    assert scores[1] < scores[2] < by_structure["chow_liu"] < scores[3]
+
+
 def test_auto_is_the_same_model_whatever_the_row_order_and_n_jobs():
     model, X, X_test = _ground_truth(n=3000)
     kw = dict(n_hidden_states="auto", tree=model.tree, random_state=0)

@@ -409,8 +409,12 @@ def select_model(est, moments, rng):
     choice.held_out, choice.unseen_proba = held, unseen
     choice.structure_scores = {n: s for (n, k), s in scores.items() if k == k_best}
     if auto_k:
-        for (_, k), s in scores.items():
-            choice.k_scores[k] = max(s, choice.k_scores.get(k, -np.inf))
+        # per k', the best structure with hidden nodes: a tree without them (Chow-Liu)
+        # scores the same at every k' and would hide the curve where it leads (the
+        # digits demo's k' = 1 and 2); its score is among the structure scores
+        per_k = [key for key in scores if fits[key].tree.hidden_nodes] or list(scores)
+        for key in per_k:
+            choice.k_scores[key[1]] = max(scores[key], choice.k_scores.get(key[1], -np.inf))
         choice.k_scores = dict(sorted(choice.k_scores.items()))
     if isinstance(est.alpha, str):
         choice.alpha, choice.alpha_scores, choice.fit = select_alpha(

@@ -273,8 +273,8 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
     n_hidden_states_ : int
         ``k'`` used: ``n_hidden_states``, or the one ``"auto"`` chose.
     n_hidden_states_scores_ : dict
-        Held-out log-likelihood per row of the best candidate at each ``k'`` tried
-        (``n_hidden_states="auto"`` only).
+        Held-out log-likelihood per row of the best candidate with hidden nodes at each
+        ``k'`` tried (``n_hidden_states="auto"`` only).
     alpha_ : float
         The pseudo-count used (``alpha``; ``"auto"`` is not offered here).
     raw_estimate_ : SpectralParams

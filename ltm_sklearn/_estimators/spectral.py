@@ -212,7 +212,9 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
     n_hidden_states_ : int
         ``k'`` used (the chosen one with ``n_hidden_states="auto"``).
     n_hidden_states_scores_ : dict
-        Held-out log-likelihood per row of every ``k'`` tried (``"auto"`` only).
+        Held-out log-likelihood per row of every ``k'`` tried (``"auto"`` only): of the
+        best structure with hidden nodes at that ``k'`` (a tree without them, such as the
+        Chow-Liu tree, scores the same at every ``k'``: see ``structure_scores_``).
     alpha_ : float
         The Dirichlet pseudo-count used: ``alpha``, or the one chosen with ``"auto"``.
     alpha_scores_ : dict
