@@ -126,6 +126,7 @@ class CategoricalEncoder:
                 f"categories has {len(given)} entries but X has {len(columns)} columns."
             )
         self.categories_ = []
+        empty = []  # columns without an observed value (and without given categories)
         for j, (_, uniques) in enumerate(factorized):
             if given[j] is None:
                 values = {}
@@ -133,6 +134,9 @@ class CategoricalEncoder:
                     if not _is_missing(v):
                         values.setdefault(_key(v, j), _normalise_value(v, j))
                 cats = sorted(values.values(), key=_sort_key)
+                if not cats:
+                    empty.append(j)
+                    continue
                 _check_not_continuous(cats, j, feature_names)
                 _warn_if_identifier(factorized[j][0], len(cats), j, feature_names)
             else:
@@ -148,6 +152,12 @@ class CategoricalEncoder:
                         "declared categories."
                     )
             self.categories_.append(cats)
+        if empty:
+            names = [str(feature_names[j]) if feature_names is not None else j for j in empty]
+            raise ValueError(
+                f"Columns {names[:10]} have no observed value: a column without data has no "
+                "distribution to estimate. Drop them, or declare their categories."
+            )
         self.n_states_ = np.array([max(len(c), 1) for c in self.categories_], dtype=np.int64)
         self._feature_names = feature_names
         self._lookup = [
@@ -275,18 +285,30 @@ def _warn_if_identifier(inverse, n_values, j, feature_names=None):
 def _check_not_continuous(cats, j, feature_names=None):
     if len(cats) <= MAX_FLOAT_CATEGORIES:
         return
-    fractional = sum(isinstance(v, float) and not float(v).is_integer() for v in cats)
+    fractional = sum(_is_fractional(v) for v in cats)
     if 2 * fractional > len(cats):
         name = repr(str(feature_names[j])) if feature_names is not None else str(j)
         raise ContinuousColumnError(
             f"Column {name} looks continuous ({len(cats)} distinct values, {fractional} "
-            "of them fractional): the categorical estimators would make a category of every "
-            "value. Model numeric columns with KernelLatentTree, bin them first (e.g. "
+            "of them fractional numbers, or text that reads as one): the categorical estimators "
+            "would make a category of every value. Model numeric columns with KernelLatentTree "
+            "(numbers read as text: convert them first, e.g. pandas.to_numeric), bin them (e.g. "
             "sklearn.preprocessing.KBinsDiscretizer), or pass their categories explicitly.",
             j,
             len(cats),
             fractional,
         )
+
+
+def _is_fractional(value):
+    """Whether a category is a finite number with a fractional part, or text that reads
+    as one (``"0.25"``: numbers stored as text, as ``read_csv(dtype=str)`` gives them)."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return False
+    return isinstance(value, float) and math.isfinite(value) and not value.is_integer()
 
 
 #: pandas dtype inferences of object columns that cannot mix bools with numbers

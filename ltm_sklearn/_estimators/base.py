@@ -86,7 +86,12 @@ from .partial_fit import PartialFitMixin
 from .queries import QueryMixin
 from .sklearn_internals import Interval, StrOptions, check_sample_weight, fit_context
 from .structures import StructureMixin
-from .validation import check_frame_dtypes, is_dask_collection, reset_fitted_state
+from .validation import (
+    check_frame_dtypes,
+    is_dask_collection,
+    keep_missing_entries,
+    reset_fitted_state,
+)
 
 __all__ = ["BaseLatentTree", "FittedModel", "ModelChoice"]
 
@@ -200,7 +205,7 @@ class BaseLatentTree(
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
         return validate_data(
             self,
-            X,
+            keep_missing_entries(X),
             reset=reset,
             dtype=None,
             ensure_all_finite="allow-nan",

@@ -77,6 +77,25 @@ def check_frame_dtypes(X, allowed, estimator):
             )
 
 
+def keep_missing_entries(X):
+    """``X`` with its pandas extension columns that hold a missing entry as objects, so
+    that the frame's NumPy form keeps them missing: beside integer columns, a categorical
+    of integer categories becomes integers, its missing entries ``-2**63``."""
+    if not isinstance(X, pd.DataFrame):
+        return X
+    lossy = [
+        j
+        for j, dtype in enumerate(X.dtypes)
+        if not isinstance(dtype, np.dtype) and X.iloc[:, j].isna().any()
+    ]
+    if not lossy:
+        return X
+    X = X.copy(deep=False)
+    for j in lossy:
+        X.isetitem(j, X.iloc[:, j].astype(object))
+    return X
+
+
 def as_fitted_frame(estimator, values):
     """Rows drawn by ``sample`` in the form of the fitted ``X``: a DataFrame with its
     column names (each column's type inferred from its values) after a fit on a
