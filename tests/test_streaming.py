@@ -1,5 +1,7 @@
 """partial_fit (accumulated statistics) and fitting on Dask collections."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -87,6 +89,25 @@ def test_declared_categories_and_pandas_batches():
         SpectralLatentTree(2).partial_fit(X).partial_fit(X.iloc[:, :3])
     with pytest.raises(ValueError, match="3 features"):
         SpectralLatentTree(2).partial_fit(X.to_numpy()).partial_fit(X.to_numpy()[:, :3])
+
+
+def test_partial_fit_after_fit_warns_and_starts_from_its_batch(data):
+    # scikit-learn's API calls partial_fit after fit; the rows fit saw are not kept, and
+    # a model of the new batch alone must not come silently
+    X, T = data
+    est = SpectralLatentTree(2, structure="clnj", random_state=0).fit(X[:300])
+    with pytest.warns(UserWarning, match="fitted with fit, which keeps no statistics"):
+        est.partial_fit(X[300:])
+    alone = SpectralLatentTree(2, structure="clnj", random_state=0).partial_fit(X[300:])
+    np.testing.assert_allclose(est.score_samples(T), alone.score_samples(T))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est.partial_fit(X[:100])  # a stream now: no warning
+    # fit after partial_fit starts afresh
+    refit = alone.fit(X[:300])
+    fresh = SpectralLatentTree(2, structure="clnj", random_state=0).fit(X[:300])
+    np.testing.assert_allclose(refit.score_samples(T), fresh.score_samples(T))
+    assert "_stream" not in refit.__dict__
 
 
 def test_beyond_the_sample_pairs_stay_exact(data, monkeypatch):

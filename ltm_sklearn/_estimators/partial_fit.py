@@ -11,10 +11,13 @@ however many batches there are.
 
 from __future__ import annotations
 
+import warnings
+
 from sklearn.utils import check_random_state
 
 from .._algorithms.leaves import CategoricalLeaves
 from .._engine.encoding import declared_categories
+from .._engine.user_frames import user_stacklevel
 from .._sources.streaming import RowStatistics
 from .sklearn_internals import check_sample_weight
 from .validation import reset_fitted_state
@@ -65,7 +68,9 @@ class PartialFitMixin:
         from the exact pair tables of every row and the parameters from the sample.
         Categories may first appear in any batch (the encoding grows; earlier counts are
         kept); with ``categories`` given or pandas-declared, a value outside them is an
-        error as in ``fit``.
+        error as in ``fit``. ``fit`` starts again from nothing; a model fitted by
+        ``fit`` keeps no statistics of its rows, so ``partial_fit`` after it starts a
+        new model from its batch, with a warning.
 
         Parameters
         ----------
@@ -80,6 +85,15 @@ class PartialFitMixin:
         self
         """
         first = "_stream" not in self.__dict__
+        if first and "tree_" in self.__dict__:
+            warnings.warn(
+                f"This {type(self).__name__} was fitted with fit, which keeps no statistics "
+                "of its rows for partial_fit to add a batch to: the model starts again from "
+                "this batch. Pass every batch, the first one too, to partial_fit, or fit on "
+                "all the rows.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
         if first:
             self._validate_params()
             declared = declared_categories(X)
