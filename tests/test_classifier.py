@@ -668,3 +668,9 @@ def test_calibration_fold_caps_the_joint_states_at_what_its_rows_estimate():
     y_idx = np.searchsorted(clf.classes_, y)
     fold = clf._fit_joint(SpectralLatentTree(structure="hclt"), X, y_idx, np.ones(100), like)
     assert fold.n_hidden_states_ == 24  # the largest k' of the ladder within 100 rows
+
+
+def test_an_estimator_whose_fit_takes_no_sample_weight_is_named():
+    X, y, *_ = two_class_data(60)
+    with pytest.raises(TypeError, match="which GaussianMixture.fit does not take"):
+        LatentTreeClassifier(GaussianMixture(1), random_state=0).fit(X.astype(float), y)

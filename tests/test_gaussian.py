@@ -674,3 +674,12 @@ def test_a_structure_asked_for_walks_to_its_own_stopping_point():
     est = GaussianLatentTree(structure="me", random_state=0).fit(X)
     ks = sorted(k for (_, structure, k) in est.bic_ if structure == "me")
     assert len(ks) > 2
+
+
+def test_a_tree_given_as_an_edge_array_is_the_tree_given_as_a_list():
+    edges = [(0, 4), (1, 4), (2, 5), (3, 5), (4, 5)]
+    X = GaussianLatentTreeModel.random(LatentTree(edges, 4), 1, random_state=0).sample(300)
+    as_list = GaussianLatentTree(tree=edges, random_state=0).fit(X)
+    as_array = GaussianLatentTree(tree=np.array(edges), random_state=0).fit(X)
+    assert as_array.structure_ == "given" and as_array.tree_.edges == as_list.tree_.edges
+    np.testing.assert_allclose(as_array.score_samples(X), as_list.score_samples(X))

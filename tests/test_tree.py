@@ -205,3 +205,15 @@ def test_newick_column_indices_still_accepted_with_names():
     X = pd.DataFrame(np.random.default_rng(0).integers(0, 2, (200, 4)), columns=list("abcd"))
     est = SpectralLatentTree(tree="((0,1),(2,3));").fit(X)
     assert est.tree_.n_observed == 4
+
+
+def test_edge_lists_take_whole_number_node_ids_and_name_the_others():
+    assert LatentTree([(0.0, 4.0), (1, 4), (2, 4), (3, np.int64(4))], 4).edges == [
+        (0, 4),
+        (1, 4),
+        (2, 4),
+        (3, 4),
+    ]
+    for edges in ([("a", "h"), ("b", "h")], [(0, 4.5), (1, 4.5)], [(True, 2), (1, 2)]):
+        with pytest.raises(ValueError, match="an edge list takes integer node ids"):
+            LatentTree(edges, 2)

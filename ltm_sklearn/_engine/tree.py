@@ -11,6 +11,7 @@ after them, ``n_observed .. n_nodes - 1``.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,20 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import shortest_path
 
 __all__ = ["LatentTree", "attach_columns"]
+
+
+def _node_id(value, edge):
+    """A node of an edge list as an int: an integer, or a whole number (no truncation)."""
+    if not isinstance(value, (bool, np.bool_)):
+        if isinstance(value, (numbers.Integral, np.integer)):
+            return int(value)
+        if isinstance(value, (numbers.Real, np.floating)) and float(value).is_integer():
+            return int(value)
+    raise ValueError(
+        f"The edge {edge!r} names node {value!r}: an edge list takes integer node ids (the "
+        "columns 0..n_features-1, then the hidden nodes); to name nodes use a Newick "
+        "string or a networkx graph."
+    )
 
 
 class LatentTree:
@@ -65,7 +80,7 @@ class LatentTree:
     """
 
     def __init__(self, edges, n_observed, root=None, feature_names=None):
-        edges = [(int(u), int(v)) for u, v in edges]
+        edges = [(_node_id(u, (u, v)), _node_id(v, (u, v))) for u, v in edges]
         n_observed = int(n_observed)
         if n_observed < 1:
             raise ValueError(f"A latent tree needs at least one observed node, got {n_observed}.")

@@ -25,6 +25,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_is_fitted,
     column_or_1d,
+    has_fit_parameter,
     validate_data,
 )
 
@@ -354,6 +355,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             )
         base = self._base_estimator()
         self.model_ = self._resolve_model(base)
+        if not has_fit_parameter(base, "sample_weight"):
+            raise TypeError(
+                f"LatentTreeClassifier fits its estimator with sample_weight (its folds and "
+                f"the class models' rows), which {type(base).__name__}.fit does not take: "
+                "use one of this package's estimators, or a density estimator whose fit "
+                "takes sample_weight."
+            )
         if self.model_ == "select":
             self.model_scores_ = self._model_scores(X, y, y_idx, sample_weight)
             # the lowest log-loss; ties within TIE_TOL: the first of the order listed

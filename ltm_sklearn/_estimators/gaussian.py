@@ -295,7 +295,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         d = Z.shape[1]
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(n) for n in names]
-        if isinstance(method, LatentTree) or method not in GAUSSIAN_STRUCTURES:
+        if not isinstance(method, str) or method not in GAUSSIAN_STRUCTURES:
             return LatentTree.coerce(method, d, feature_names=names, observed_leaves_only=False)
         if method == "full":
             return LatentTree.star(d, feature_names=names)
