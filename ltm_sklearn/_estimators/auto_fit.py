@@ -26,6 +26,7 @@ from .selection import (
     best_key,
     gains_beyond_se,
     grow,
+    no_held_out_rows,
     out_of_reach,
     paired_se,
     race,
@@ -148,10 +149,7 @@ def select_model(est, moments, rng):
     if split is None:
         if auto_k or isinstance(est.alpha, str):
             what = "n_hidden_states" if auto_k else "alpha"
-            raise ValueError(
-                f"{what}='auto' holds out rows to choose it and needs at least 10 rows "
-                f"(total weight), got {moments.sample_weight.sum():g}; pass a number."
-            )
+            raise no_held_out_rows(what, float(moments.sample_weight.sum()))
         return ModelChoice(grid[0], names[0])
     train, held, unseen = split
     cap = min(est.max_iter, _SELECTION_MAX_ITER)

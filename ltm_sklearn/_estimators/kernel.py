@@ -166,9 +166,10 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         form of larger held-out log-likelihood (``hidden_scores_``) on an 80/20 split of
         the training rows (the split of ``structure="auto"``), both forms fitted on the
         80%, the chosen one re-fitted on all rows; with a categorical column only the
-        discrete form applies and is fitted directly, and so is it on fewer than 10 rows
-        (too few to hold out), with ``max_iter=0`` (the moment estimate) and with a given
-        ``bandwidth`` or ``bandwidth_scale`` (the kernel model's own). Follow
+        discrete form applies and is fitted directly, and so is it on rows too few to
+        hold out a fifth and keep 10 for its own choices (about 13), with
+        ``max_iter=0`` (the moment estimate) and with a given ``bandwidth`` or
+        ``bandwidth_scale`` (the kernel model's own). Follow
         linear dependence between columns with ``"gaussian"``, clusters and non-Gaussian
         shapes with ``"discrete"``. Measured on 70/30 splits of the six bundled numeric
         tables, ``"auto"`` chose the Gaussian form on each and gained 0.38-26.4 nats per

@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._engine.mixed_columns import categorical_mask
 from .._engine.tree import LatentTree
 from .gaussian import GaussianLatentTree
-from .selection import TIE_TOL, held_out_split
+from .selection import MIN_SPLIT_WEIGHT, TIE_TOL, NoHeldOutRows, held_out_split
 from .sklearn_internals import check_sample_weight, safe_indexing
 from .validation import as_fitted_frame
 
@@ -190,14 +190,17 @@ class GaussianFormMixin:
         """``hidden="auto"``: held-out log-likelihood per row of the discrete and the
         Gaussian form, both fitted on the training part of the split of
         :func:`~ltm_sklearn._estimators.selection.held_out_split` on the rows' values
-        (``None`` under 10 rows of total weight, or with a column that is not numbers)."""
+        (``None`` when the training part would weigh under ``MIN_SPLIT_WEIGHT`` rows,
+        too few for the discrete form's own held-out choices, or with a column that is
+        not numbers)."""
         try:
             A = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite="allow-nan")
         except ValueError:
             return None  # not numbers: the discrete form's encoding says which column
         sample_weight = check_sample_weight(sample_weight, A, dtype=float, ensure_non_negative=True)
         split = held_out_split(A.T, sample_weight, self.random_state)
-        if split is None or split.train.size < 2:
+        # the discrete form's own choices on the training part hold out rows again
+        if split is None or split.train_weights.sum() < MIN_SPLIT_WEIGHT:
             return None
         X = X if isinstance(X, pd.DataFrame) else A  # DataFrames keep their names
         X_train, X_val = safe_indexing(X, split.train), safe_indexing(X, split.rows)
@@ -211,7 +214,10 @@ class GaussianFormMixin:
             # the chosen form's fit on every row warns about what concerns the user
             warnings.simplefilter("ignore")
             for form, model in forms.items():
-                model.fit(X_train, sample_weight=w_train)
+                try:
+                    model.fit(X_train, sample_weight=w_train)
+                except NoHeldOutRows:  # the form's own choices: fitted on every row
+                    return None
                 scores[form] = float(np.average(model.score_samples(X_val), weights=w_val))
         return scores
 

@@ -37,6 +37,7 @@ __all__ = [
     "PATIENCE",
     "VALIDATION_SHARE",
     "HeldOutSplit",
+    "NoHeldOutRows",
     "held_out_split",
     "best_key",
     "simplest_within_se",
@@ -55,6 +56,8 @@ PATIENCE = 2
 #: share of the rows held out, and the largest numbers of training and held-out rows a
 #: selection reads (a subsample, by the rows' hash keys, beyond that)
 VALIDATION_SHARE = 0.2
+#: the least total weight (rows) that a held-out split is made of
+MIN_SPLIT_WEIGHT = 10
 MAX_TRAIN_ROWS = 20_000
 MAX_VALIDATION_ROWS = 5_000
 
@@ -108,7 +111,7 @@ def held_out_split(values, weights, random_state=None, share=VALIDATION_SHARE):
     """
     weights = np.asarray(weights, dtype=float)
     rows = np.flatnonzero(weights > 0)
-    if weights[rows].sum() < 10:  # a weight counts as repeated rows
+    if weights[rows].sum() < MIN_SPLIT_WEIGHT:  # a weight counts as repeated rows
         return None
     seed = random_state if isinstance(random_state, Integral) else 0
     held, train_w, key = holdout_weights(values[:, rows], weights[rows], share, seed)
@@ -118,6 +121,24 @@ def held_out_split(values, weights, random_state=None, share=VALIDATION_SHARE):
     if val.size == 0 or train.size == 0:
         return None
     return HeldOutSplit(rows[train], train_w[train], rows[val], held[val])
+
+
+class NoHeldOutRows(ValueError):
+    """A choice by held-out rows could not make its split (too few rows, or a part
+    drawn empty): the message says which and what to pass instead."""
+
+
+def no_held_out_rows(what, total_weight):
+    """:class:`NoHeldOutRows` for the ``"auto"`` parameter ``what`` on rows of
+    ``total_weight``."""
+    if total_weight < MIN_SPLIT_WEIGHT:
+        why = f"needs at least {MIN_SPLIT_WEIGHT} rows (total weight), got {total_weight:g}"
+    else:
+        why = (
+            f"on these {total_weight:g} rows (total weight) the held-out share, drawn from "
+            "the rows' values, came out empty"
+        )
+    return NoHeldOutRows(f"{what}='auto' holds out rows to choose it and {why}; pass a number.")
 
 
 def best_key(scores, order, tol=TIE_TOL):
