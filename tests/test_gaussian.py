@@ -683,3 +683,22 @@ def test_a_tree_given_as_an_edge_array_is_the_tree_given_as_a_list():
     as_array = GaussianLatentTree(tree=np.array(edges), random_state=0).fit(X)
     assert as_array.structure_ == "given" and as_array.tree_.edges == as_list.tree_.edges
     np.testing.assert_allclose(as_array.score_samples(X), as_list.score_samples(X))
+
+
+def test_values_far_beyond_the_data_score_finite():
+    # from about 1e154 standard units the quadratic form's products overflow (inf - inf)
+    truth = GaussianLatentTreeModel.random(balanced_binary_tree(4), 2, random_state=7)
+    X = truth.sample(500, random_state=0)
+    far = X[:4].copy()
+    far[0, 0], far[1, 0] = 1e200, -1e300
+    for est in (
+        GaussianLatentTree(n_components=2, margins="none", random_state=0).fit(X),
+        GaussianLatentTree(margins="yeo-johnson", random_state=0).fit(np.exp(X)),
+    ):
+        scores = est.score_samples(far[:2])
+        assert np.all(np.isfinite(scores)) and np.all(scores < -1e5)
+        np.testing.assert_allclose(est.predict_proba(far[:2]).sum(axis=1), 1.0)
+        # the conditional mean and variance: finite, or infinite where a far value
+        # transformed back overflows, never NaN
+        assert not np.isnan(est.conditional_mean(far[:2], target=2)).any()
+        assert not np.isnan(est.conditional_variance(far[:2], target=2)).any()

@@ -345,3 +345,14 @@ def test_convergence_warning_points_at_the_caller():
     with pytest.warns(ConvergenceWarning) as record:
         KernelLatentTree(2, hidden="discrete", max_iter=2, random_state=0).fit(X)
     assert len(record) == 1 and record[0].filename == __file__
+
+
+def test_values_far_beyond_the_data_score_finite():
+    # from about 1e154 bandwidths the bumps' squared distances overflow, all of a row's
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 1) @ rng.randn(1, 4) + 0.5 * rng.randn(200, 4)
+    far = X[:2].copy()
+    far[0, 0], far[1, 2] = 1e200, -1e300
+    est = KernelLatentTree(hidden="discrete", structure="star", random_state=0).fit(X)
+    scores = est.score_samples(far)
+    assert np.all(np.isfinite(scores)) and np.all(scores < -1e6)

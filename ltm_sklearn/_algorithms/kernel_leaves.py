@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+#: the largest distance, in bandwidths, that a bump density reads as it is
+_BANDWIDTHS_LIMIT = 1e100
 
 
 def bump_evidence(x, centres, bandwidth):
@@ -56,6 +58,9 @@ def bump_evidence(x, centres, bandwidth):
     x = np.asarray(x, dtype=float)
     b = np.broadcast_to(np.asarray(bandwidth, dtype=float), np.shape(centres))
     z = (np.nan_to_num(x)[:, None] - np.asarray(centres)[None, :]) / b[None, :]
+    # beyond 1e100 bandwidths a bump's density is below exp(-1e199) either way; z * z
+    # would overflow from about 1e154, and every bump of the row with it (-inf - -inf)
+    np.clip(z, -_BANDWIDTHS_LIMIT, _BANDWIDTHS_LIMIT, out=z)
     logd = -0.5 * z * z - np.log(b)[None, :]
     top = logd.max(axis=1)
     E = np.exp(logd - top[:, None])

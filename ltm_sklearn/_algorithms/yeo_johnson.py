@@ -39,14 +39,15 @@ def yeo_johnson(x, lam):
     x = np.asarray(x, dtype=float)
     out = np.full_like(x, np.nan)
     pos, neg = x >= 0, x < 0
-    if abs(lam) > 1e-12:
-        out[pos] = np.expm1(lam * np.log1p(x[pos])) / lam
-    else:
-        out[pos] = np.log1p(x[pos])
-    if abs(lam - 2.0) > 1e-12:
-        out[neg] = -np.expm1((2.0 - lam) * np.log1p(-x[neg])) / (2.0 - lam)
-    else:
-        out[neg] = -np.log1p(-x[neg])
+    with np.errstate(over="ignore"):  # +-inf beyond the floats' range
+        if abs(lam) > 1e-12:
+            out[pos] = np.expm1(lam * np.log1p(x[pos])) / lam
+        else:
+            out[pos] = np.log1p(x[pos])
+        if abs(lam - 2.0) > 1e-12:
+            out[neg] = -np.expm1((2.0 - lam) * np.log1p(-x[neg])) / (2.0 - lam)
+        else:
+            out[neg] = -np.log1p(-x[neg])
     return out
 
 

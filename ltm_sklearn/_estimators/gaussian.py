@@ -73,6 +73,8 @@ GROUP_SIZE = 4
 _ROWS_PER_GROUP_COLUMN = 3
 #: the candidates of ``structure="auto"``
 AUTO_STRUCTURES = ("chow_liu", "tree_mixture", "me", "hclt", "full")
+#: the largest value, in the model's standard units, that scoring reads as it is
+_MODEL_UNITS_LIMIT = 1e100
 #: largest number of components tried by ``n_components="auto"``
 MAX_AUTO_COMPONENTS = 10
 #: Gauss-Hermite nodes of the conditional moments of a transformed column
@@ -535,7 +537,11 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         for j in np.flatnonzero(self.lambdas_ != 1.0):
             log_jacobian += yeo_johnson_log_derivative(S[:, j], self.lambdas_[j])
             S[:, j] = yeo_johnson(S[:, j], self.lambdas_[j])
-        return (S - self.model_center_) / self.model_scale_, log_jacobian
+        Z = (S - self.model_center_) / self.model_scale_
+        # beyond 1e100 standard units the density is below exp(-1e199) either way; the
+        # products of the quadratic forms would overflow (inf - inf) from about 1e154
+        np.clip(Z, -_MODEL_UNITS_LIMIT, _MODEL_UNITS_LIMIT, out=Z)
+        return Z, log_jacobian
 
     def _from_model(self, Z, j):
         """Column ``j``'s values from the tree's units (the inverse of :meth:`_to_model`)."""
@@ -596,9 +602,13 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         values = self._from_model(
             means[..., None] + np.sqrt(variances)[..., None] * nodes, j
         )  # (rows, K, nodes)
-        m = (post * (values @ weights)).sum(1)
-        v = (post * (values**2 @ weights)).sum(1) - m**2
-        return m, np.maximum(v, 0.0)
+        # a component without posterior weight adds nothing, even where its values
+        # overflow (a row far beyond the data: +-inf once transformed back)
+        values = np.where(post[..., None] > 0, values, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            m = (post * (values @ weights)).sum(1)
+            v = (post * (values**2 @ weights)).sum(1) - m**2
+        return m, np.where(np.isfinite(m), np.maximum(v, 0.0), np.inf)
 
     def conditional_mean(self, X, target):
         """``E[X_target | observed entries of each row]`` (exact Gaussian conditioning,
