@@ -92,6 +92,16 @@ def test_datetime_column_is_named():
             est.fit(df)
 
 
+@pytest.mark.parametrize("Est", [SpectralLatentTree, LatentTreeEM])
+def test_row_weights_beyond_single_precision_are_refused(Est):
+    # 1e38 a row overflowed the float32 posteriors: a uniform model, warnings only
+    X = np.random.RandomState(0).randint(0, 3, (60, 4))
+    with pytest.raises(ValueError, match="sample_weight holds values up to 1e.38"):
+        Est(2, structure="hclt", random_state=0).fit(X, sample_weight=np.full(60, 1e38))
+    est = Est(2, structure="hclt", random_state=0).fit(X, sample_weight=np.full(60, 1e29))
+    assert np.ptp(est.score_samples(X)) > 0.5  # not the uniform model
+
+
 def test_score_sample_weight_is_validated():
     _, X = sample(300)
     est = SpectralLatentTree(random_state=0).fit(X)

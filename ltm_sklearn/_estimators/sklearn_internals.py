@@ -8,6 +8,7 @@ here alone.
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -26,4 +27,21 @@ __all__ = [
 
 fit_context = _fit_context
 safe_indexing = _safe_indexing
-check_sample_weight = _check_sample_weight
+
+#: the largest row weight: the message passes run in single precision (up to 3.4e38),
+#: where a weight enters a posterior divided by its row's probability
+MAX_SAMPLE_WEIGHT = 1e30
+
+
+def check_sample_weight(sample_weight, X, **kwargs):
+    """scikit-learn's validation of ``sample_weight`` (``_check_sample_weight``), and
+    values at most :data:`MAX_SAMPLE_WEIGHT` (beyond, a model fell to the uniform one with
+    only overflow warnings)."""
+    weights = _check_sample_weight(sample_weight, X, **kwargs)
+    if sample_weight is not None and weights.size and np.max(weights) > MAX_SAMPLE_WEIGHT:
+        raise ValueError(
+            f"sample_weight holds values up to {np.max(weights):.3g}: a weight counts rows, "
+            f"and beyond {MAX_SAMPLE_WEIGHT:g} the message passes' single precision "
+            "overflows. Divide the weights by a common factor."
+        )
+    return weights
