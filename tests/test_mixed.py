@@ -200,3 +200,12 @@ def test_auto_structure_of_a_model_whose_fits_do_not_resume():
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     est = KernelLatentTree(structure="auto", hidden="discrete", random_state=0).fit(X)
     assert est.structure_ in est.structure_scores_ and np.isfinite(est.score(X))
+
+
+def test_categories_are_checked_on_a_table_without_categorical_columns():
+    X = np.random.RandomState(0).randn(60, 4)
+    with pytest.raises(ValueError, match="categories has 9 entries but X has 4 columns"):
+        KernelLatentTree(categories=[[0, 1]] * 9, hidden="discrete").fit(X)
+    with pytest.raises(ValueError, match="categories for a continuous column"):
+        KernelLatentTree(categories=[[0, 1]] * 4, hidden="discrete").fit(X)
+    KernelLatentTree(2, categories=[None] * 4, hidden="discrete", max_iter=5).fit(X)

@@ -185,20 +185,21 @@ class MixedEncoder:
         cat = np.flatnonzero(self.is_categorical_)
         self.categories_ = [None] * X.shape[1]
         self._encoder = None
+        given = self.categories
+        if not isinstance(given, str):  # checked whether or not a column is categorical
+            if len(given) != X.shape[1]:
+                raise ValueError(
+                    f"categories has {len(given)} entries but X has {X.shape[1]} columns."
+                )
+            if any(given[j] is not None for j in np.flatnonzero(~self.is_categorical_)):
+                raise ValueError(
+                    "categories gives categories for a continuous column: use None for "
+                    "the continuous columns (or declare the column categorical)."
+                )
         if cat.size:
-            given = self.categories
             if isinstance(given, str):
                 given = None if declared is None else [declared[j] for j in cat]
             else:
-                if len(given) != X.shape[1]:
-                    raise ValueError(
-                        f"categories has {len(given)} entries but X has {X.shape[1]} columns."
-                    )
-                if any(given[j] is not None for j in np.flatnonzero(~self.is_categorical_)):
-                    raise ValueError(
-                        "categories gives categories for a continuous column: use None for "
-                        "the continuous columns (or declare the column categorical)."
-                    )
                 given = [given[j] for j in cat]
             # the encoder's messages name a column by its name, or its position in X
             sub_names = [self._names[j] if self._names is not None else str(j) for j in cat]
