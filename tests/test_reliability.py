@@ -41,6 +41,13 @@ def test_all_missing_column_contributes_a_factor_of_one(cls):
     assert ll.mean() > model.log_likelihood(X_test).mean() - 0.05
     # the empty column is a leaf with one (phantom) state: a factor of one when missing
     assert est.tree_.degree(6) == 1 and est.categories_[6] == []
+    # it has no category to draw (its draws are missing) or to give the probability of
+    drawn = est.sample(50, random_state=0)
+    assert np.isnan(drawn[:, 6]).all() and not np.isnan(drawn[:, :6]).any()
+    with pytest.raises(ValueError, match="Column 6 had no observed value"):
+        est.conditional_proba(add_nan(X_test[:5]), target=6)
+    proba = est.conditional_proba(add_nan(X_test[:5]), target=0)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
 
 def test_kernel_refuses_an_all_missing_column():

@@ -126,7 +126,6 @@ class CategoricalEncoder:
                 f"categories has {len(given)} entries but X has {len(columns)} columns."
             )
         self.categories_ = []
-        empty = []  # columns without an observed value (and without given categories)
         for j, (_, uniques) in enumerate(factorized):
             if given[j] is None:
                 values = {}
@@ -134,9 +133,6 @@ class CategoricalEncoder:
                     if not _is_missing(v):
                         values.setdefault(_key(v, j), _normalise_value(v, j))
                 cats = sorted(values.values(), key=_sort_key)
-                if not cats:
-                    empty.append(j)
-                    continue
                 _check_not_continuous(cats, j, feature_names)
                 _warn_if_identifier(factorized[j][0], len(cats), j, feature_names)
             else:
@@ -152,12 +148,6 @@ class CategoricalEncoder:
                         "declared categories."
                     )
             self.categories_.append(cats)
-        if empty:
-            names = [str(feature_names[j]) if feature_names is not None else j for j in empty]
-            raise ValueError(
-                f"Columns {names[:10]} have no observed value: a column without data has no "
-                "distribution to estimate. Drop them, or declare their categories."
-            )
         self.n_states_ = np.array([max(len(c), 1) for c in self.categories_], dtype=np.int64)
         self._feature_names = feature_names
         self._lookup = [
@@ -211,14 +201,16 @@ class CategoricalEncoder:
         array.
         """
         codes = np.asarray(codes)
+        # a column never observed in training has no category to draw: it is missing
         cols = [
-            np.asarray(self.categories_[j], dtype=object)[codes[:, j]]
-            for j in range(codes.shape[1])
+            np.asarray(c, dtype=object)[codes[:, j]] if len(c) else np.full(len(codes), np.nan)
+            for j, c in enumerate(self.categories_)
         ]
         out = np.column_stack(cols) if cols else np.empty((codes.shape[0], 0), dtype=object)
         values = [v for c in self.categories_ for v in c]
         if all(isinstance(v, numbers.Number) and not isinstance(v, bool) for v in values):
-            return out.astype(float if any(isinstance(v, float) for v in values) else np.int64)
+            floats = any(isinstance(v, float) for v in values)
+            return out.astype(float if floats or not all(self.categories_) else np.int64)
         return out
 
     def _codes(self, factorized):

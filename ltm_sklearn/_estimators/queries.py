@@ -41,6 +41,11 @@ class QueryMixin:
         """
         check_is_fitted(self)
         j = self._target_index(target)
+        if len(self.categories_[j]) == 0:
+            raise ValueError(
+                f"Column {target!r} had no observed value in the training rows: it has no "
+                "categories to give the probabilities of."
+            )
         codes = self._encode(self._validate_X(X, reset=False))
         logs = []
         for v in range(len(self.categories_[j])):
