@@ -262,3 +262,15 @@ def test_moment_sources_declare_their_capabilities():
     # codes that are a sample of the rows must not stand in for the exact pair tables
     streamed.sampled = True
     assert not streamed.exact_tiles and not streamed.subset([0, 1]).exact_tiles
+
+
+def test_a_batch_whose_values_read_as_earlier_categories_of_another_type_warns():
+    X = np.random.RandomState(0).randint(0, 3, (60, 2))
+    est = SpectralLatentTree(2, random_state=0).partial_fit(X.astype(str))
+    with pytest.warns(UserWarning, match=r"Column 0: the value 0 \(int\) .* two categories"):
+        est.partial_fit(X)
+    assert len(est.categories_[0]) == 6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same types again, or mixed within one batch
+        est.partial_fit(X[:10])
+        SpectralLatentTree(2, random_state=0).partial_fit(np.r_[X, X.astype(str)].astype(object))

@@ -33,6 +33,8 @@ sample ``SAMPLE_ROWS x n_features`` codes.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -46,6 +48,7 @@ from .._engine.encoding import (
     _normalise_value,
 )
 from .._engine.moments import _MAX_GRAM_WIDTH, MomentEstimator, _gram_sums, _normalise
+from .._engine.user_frames import user_stacklevel
 
 __all__ = ["RowStatistics", "StatisticsMoments", "SAMPLE_ROWS", "merge_distinct"]
 
@@ -71,6 +74,7 @@ class RowStatistics:
         self.rng = np.random.default_rng(random_state)
         self.values = [[] for _ in range(self.n_features)]  # categories in arrival order
         self.lookup = [{} for _ in range(self.n_features)]
+        self.by_text = [{} for _ in range(self.n_features)]  # str(category) -> category
         self.gram = np.zeros((0, 0))
         self.totals = np.zeros((self.n_features, self.n_features))
         self.sample_codes = np.zeros((self.n_features, 0), dtype=np.int32)
@@ -92,6 +96,8 @@ class RowStatistics:
         categories are appended to their column's list."""
         columns = _columns(X)
         codes = np.empty((self.n_features, len(columns[0]) if columns else 0), dtype=np.int32)
+        earlier = [len(v) for v in self.values]  # the categories of the earlier batches
+        warned = set()
         for j, col in enumerate(columns):
             inverse, uniques = _factorize(col, j)
             mapped = np.empty(len(uniques) + 1, dtype=np.int64)
@@ -101,12 +107,32 @@ class RowStatistics:
                     continue
                 k = _key(v, j)
                 if k not in self.lookup[j]:
+                    value = _normalise_value(v, j)
+                    if j not in warned and self._warn_if_twin(j, value, earlier[j]):
+                        warned.add(j)  # once a column and batch
                     self.lookup[j][k] = len(self.values[j])
-                    self.values[j].append(_normalise_value(v, j))
+                    self.values[j].append(value)
+                    self.by_text[j].setdefault(str(value), value)
                 mapped[i] = self.lookup[j][k]
             mapped[-1] = -1
             codes[j] = mapped[inverse]
         return codes
+
+    def _warn_if_twin(self, j, value, earlier):
+        """Warn when a new category of column ``j`` reads as one of its first ``earlier``
+        categories (those of the earlier batches) in another type (``'4'`` in a batch
+        after ``4``): two categories, not one."""
+        twin = self.by_text[j].get(str(value))
+        if twin is not None and self.lookup[j][_key(twin, j)] < earlier:
+            warnings.warn(
+                f"Column {j}: the value {value!r} ({type(value).__name__}) of this batch "
+                f"matches the category {twin!r} ({type(twin).__name__}) of earlier batches; "
+                "they are two categories. Give the column one type in every batch.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
+            return True
+        return False
 
     def add(self, X, sample_weight):
         """Add a batch (rows of weight zero are left out, as in ``fit``)."""
