@@ -32,6 +32,12 @@ ESTIMATORS = [
     # runs the checks in 13 s (the slow suite)
     GaussianLatentTree(structure="chow_liu", n_components=1, random_state=0),
     LatentTreeClassifier(SpectralLatentTree(structure="chow_liu")),
+    # a structure of the user's with hidden states: the checks' classes of one or two
+    # rows get models of as many states as their rows estimate
+    LatentTreeClassifier(
+        SpectralLatentTree(structure="hclt", max_iter=5, n_members=1, random_state=0),
+        random_state=0,
+    ),
 ]
 # the kernel estimator's two forms alone (30 s of checks) and the Gaussian model's
 # defaults: the slow suite

@@ -386,10 +386,12 @@ def test_a_class_too_small_for_its_model_gets_the_independence_model():
     lonely = clf.estimators_[list(clf.classes_).index("lonely")]
     assert lonely.structure_ == "star" and lonely.n_hidden_states_ == 1
     np.testing.assert_allclose(clf.predict_proba(X[:20]).sum(axis=1), 1.0)
-    # with a fixed structure there is no such model to fall back on: the error names it
+    # with a fixed structure, that structure with the states its rows estimate, named
     fixed = SpectralLatentTree(2, structure="hclt")
-    with pytest.raises(ValueError, match="class 'lonely' \\(1 rows\\)"):
-        LatentTreeClassifier(fixed, model="per_class").fit(X, y)
+    with pytest.warns(UserWarning, match="classes 'lonely' \\(1 rows\\)"):
+        clf = LatentTreeClassifier(fixed, model="per_class").fit(X, y)
+    lonely = clf.estimators_[list(clf.classes_).index("lonely")]
+    assert lonely.structure_ == "hclt" and lonely.n_hidden_states_ == 1
 
 
 @pytest.mark.slow  # about 6 s: the auto choices' inner folds
@@ -674,3 +676,17 @@ def test_an_estimator_whose_fit_takes_no_sample_weight_is_named():
     X, y, *_ = two_class_data(60)
     with pytest.raises(TypeError, match="which GaussianMixture.fit does not take"):
         LatentTreeClassifier(GaussianMixture(1), random_state=0).fit(X.astype(float), y)
+
+
+def test_a_class_of_fewer_rows_than_hidden_states_keeps_the_users_structure():
+    # a rare class leaves a cross-validation fold with a row or two of it
+    X = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, random_state=0).sample(400)
+    y = np.zeros(400, int)
+    y[0], y[1:3] = 1, 2
+    for k, states in ((2, [2, 1, 2]), ("auto", ["auto", 1, 1])):
+        estimator = SpectralLatentTree(k, structure="hclt", random_state=0)
+        with pytest.warns(UserWarning, match=r"classes 1 \(1 rows\)"):
+            clf = LatentTreeClassifier(estimator, random_state=0).fit(X, y)
+        assert [e.n_hidden_states for e in clf.estimators_] == states
+        assert all(e.structure_ == "hclt" for e in clf.estimators_)
+        np.testing.assert_allclose(clf.predict_proba(X[:5]).sum(axis=1), 1.0)

@@ -38,7 +38,7 @@ from .._engine.workers import run_in_workers, worth_workers
 from .base import BaseLatentTree
 from .calibration import choose_pool, pooled_log_posterior, tempered_log_posterior
 from .kernel import KernelLatentTree
-from .selection import TIE_TOL, VALIDATION_SHARE, best_key, paired_se
+from .selection import MIN_SPLIT_WEIGHT, TIE_TOL, VALIDATION_SHARE, best_key, paired_se
 from .sklearn_internals import (
     HasMethods,
     Interval,
@@ -378,6 +378,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         self.temperature_ = 1.0
         if self.model_ != "joint":
             shared, scores = self._fit_per_class(base, X, y_idx, sample_weight, declared)
+            self._warn_of_fewer_states(base, shared, y_idx)
             if self.calibrate:
                 default = (self.pool_weight_, self.temperature_)
                 (self.pool_weight_, self.temperature_), self.calibration_scores_ = self._calibrate(
@@ -663,10 +664,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             params = shared if per_class is None else dict(shared, **per_class[c])
             # a class with fewer rows than its model can be estimated from (more hidden
             # states than rows, or a held-out choice on under 10 rows) gets the
-            # independence model: its prior and smoothed category tables
-            few = len(rows) < 10 if isinstance(k, str) else k is not None and len(rows) < k
-            if few and independence is not None:
-                params = dict(params, **independence)
+            # independence model: its prior and smoothed category tables; with the
+            # structure the user fixed, that structure with the states its rows estimate
+            if _too_few_rows(k, len(rows)):
+                if independence is not None:
+                    params = dict(params, **independence)
+                else:
+                    params = dict(params, n_hidden_states=_states_for_rows(k, len(rows)))
             est = clone(base).set_params(**params)
             jobs.append((est, safe_indexing(X, rows), sample_weight[rows], self.classes_[c]))
         return jobs
@@ -691,6 +695,26 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if worth_workers(n_jobs, (time.perf_counter() - start) * len(rest)):
             return out + run_in_workers(fit, rest, n_jobs)
         return out + [fit(*job) for job in rest]
+
+    def _warn_of_fewer_states(self, base, shared, y_idx):
+        """Name the classes whose model has fewer hidden states than asked, for want of
+        rows, with the structure the user fixed (:meth:`_class_jobs`)."""
+        k = shared.get("n_hidden_states", base.get_params().get("n_hidden_states"))
+        if self._independence_candidate(base) is not None:
+            return
+        counts = np.bincount(y_idx, minlength=len(self.classes_))
+        few = [(self.classes_[c], n) for c, n in enumerate(counts) if _too_few_rows(k, n)]
+        if few:
+            # numpy labels as Python values (1, not np.int64(1))
+            labels = [label.item() if isinstance(label, np.generic) else label for label, _ in few]
+            listed = ", ".join(f"{label!r} ({n} rows)" for label, (_, n) in zip(labels, few[:5]))
+            warnings.warn(
+                f"n_hidden_states={k!r} needs more rows than classes {listed} have: their "
+                "models use as many hidden states as their rows estimate (one with "
+                "n_hidden_states='auto').",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
 
     def _independence_candidate(self, base):
         """Parameters that make ``base`` the independence model of each class (naive
@@ -936,6 +960,20 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
         return tags
+
+
+def _too_few_rows(k, n_rows):
+    """Whether ``n_rows`` rows of a class are too few for ``k`` hidden states: more states
+    than rows, or a held-out choice (``"auto"``) on under ``MIN_SPLIT_WEIGHT`` rows."""
+    if isinstance(k, str):
+        return n_rows < MIN_SPLIT_WEIGHT
+    return k is not None and n_rows < k
+
+
+def _states_for_rows(k, n_rows):
+    """The hidden states of a class model of ``n_rows`` rows (:func:`_too_few_rows`):
+    ``k``, at most one a row; one for ``"auto"``."""
+    return 1 if isinstance(k, str) else max(1, min(int(k), int(n_rows)))
 
 
 def _fit_class_model(est, X, sample_weight, label, quiet=False, record=False, trial=False):
