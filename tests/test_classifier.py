@@ -17,7 +17,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 from test_reliability import sample
 
-from ltm_sklearn import KernelLatentTree, LatentTreeClassifier, SpectralLatentTree
+from ltm_sklearn import (
+    GaussianLatentTree,
+    KernelLatentTree,
+    LatentTreeClassifier,
+    QuartetTreeLearner,
+    SpectralLatentTree,
+)
 from ltm_sklearn._estimators.base import BaseLatentTree
 from ltm_sklearn.datasets import (
     GaussianLatentTreeModel,
@@ -313,7 +319,7 @@ def test_model_auto_pools_a_discrete_estimator_and_keeps_per_class_otherwise():
         assert LatentTreeClassifier(fixed)._resolve_model(fixed) == "per_class"
         with pytest.raises(ValueError, match="per_class"):
             LatentTreeClassifier(fixed, model="pooled").fit(X.astype(float), y)
-    with pytest.raises(ValueError, match="an estimator of this package"):
+    with pytest.raises(ValueError, match="an estimator of this package that holds the class"):
         LatentTreeClassifier(GaussianMixture(1), model="joint").fit(X.astype(float), y)
 
 
@@ -690,3 +696,23 @@ def test_a_class_of_fewer_rows_than_hidden_states_keeps_the_users_structure():
         assert [e.n_hidden_states for e in clf.estimators_] == states
         assert all(e.structure_ == "hclt" for e in clf.estimators_)
         np.testing.assert_allclose(clf.predict_proba(X[:5]).sum(axis=1), 1.0)
+
+
+def test_shared_tree_and_n_hidden_states_with_estimators_that_lack_the_parameter():
+    X = GaussianLatentTreeModel.random(balanced_binary_tree(8), random_state=0).sample(400)
+    y = (X[:, 0] > np.median(X[:, 0])).astype(int)
+    gaussian = GaussianLatentTree(n_components=1, random_state=0)
+    clf = LatentTreeClassifier(gaussian, shared_tree=True).fit(X, y)
+    assert clf.estimators_[0].tree_.edges == clf.estimators_[1].tree_.edges
+    np.testing.assert_allclose(clf.predict_proba(X[:5]).sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="GaussianLatentTree has no n_hidden_states"):
+        LatentTreeClassifier(gaussian, n_hidden_states=2).fit(X, y)
+    with pytest.raises(ValueError, match="holds the class as a categorical column"):
+        LatentTreeClassifier(gaussian, model="joint").fit(X, y)
+    codes = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, random_state=0).sample(300)
+    labels = (codes[:, 0] > 0).astype(int)
+    quartet = QuartetTreeLearner(random_state=0)
+    with pytest.raises(ValueError, match="which QuartetTreeLearner does not have"):
+        LatentTreeClassifier(quartet, shared_tree=True).fit(codes, labels)
+    # a quartet model learns its own tree: the joint model and the pool apply
+    assert LatentTreeClassifier(quartet, random_state=0).fit(codes, labels).model_ == "pooled"

@@ -165,7 +165,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         = 1 and 2). ``True``: one tree learned from all rows (an ``estimator`` fitted on
         the whole data) serves every class model, and a kernel model also shares its
         bandwidths, so that the class densities smooth alike. Ignored when ``estimator``
-        has a given ``tree``.
+        has a given ``tree``; an error for an ``estimator`` without a ``tree``
+        parameter.
     n_hidden_states : int, "auto" or None, default=None
         ``None`` keeps the ``estimator``'s own; an integer is set on every class model.
         ``"auto"`` chooses the class models for classification inside ``fit``, by
@@ -354,6 +355,12 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"{len(self.classes_)} class (rows of positive weight)."
             )
         base = self._base_estimator()
+        if self.n_hidden_states is not None and "n_hidden_states" not in base.get_params():
+            raise ValueError(
+                f"n_hidden_states={self.n_hidden_states!r} is set on every class model, and "
+                f"{type(base).__name__} has no n_hidden_states parameter: set its own (such "
+                "as n_components) on the estimator, and leave n_hidden_states=None."
+            )
         self.model_ = self._resolve_model(base)
         if not has_fit_parameter(base, "sample_weight"):
             raise TypeError(
@@ -431,7 +438,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # class)
         learns_tree = (
             params.get("tree") is None
-            and isinstance(params.get("structure"), str)
+            # without a structure parameter (QuartetTreeLearner) it learns its own tree
+            and isinstance(params.get("structure", "learned"), str)
             and isinstance(params.get("categories", "auto"), str)
             and params.get("bandwidth") is None
             and params.get("hidden") != "gaussian"
@@ -440,9 +448,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             return "pooled" if ours and learns_tree else "per_class"
         if self.model != "per_class" and not ours:
             raise ValueError(
-                f"model={self.model!r} fits one density over the columns and the class and "
-                f"needs an estimator of this package, got {type(base).__name__}; "
-                "use model='per_class'."
+                f"model={self.model!r} fits one density over the columns and the class, "
+                "which needs an estimator of this package that holds the class as a "
+                f"categorical column; {type(base).__name__} does not. Use model='per_class'."
             )
         if self.model != "per_class" and not learns_tree:
             raise ValueError(
@@ -652,7 +660,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         ``(estimator, rows of X, their weights, class label)`` per class; ``per_class``:
         parameters of each class's model over ``shared`` (one dict per class)."""
         shared = dict(shared)
-        if self.shared_tree and base.get_params().get("tree", False) is None:
+        if self.shared_tree and "tree" not in base.get_params():
+            raise ValueError(
+                "shared_tree=True gives the class models the tree of one fit on every row "
+                f"through the estimator's tree parameter, which {type(base).__name__} does "
+                "not have."
+            )
+        if self.shared_tree and base.get_params()["tree"] is None:
             pooled = _as_trial(clone(base).set_params(**shared))  # for its tree only
             pooled.fit(X, sample_weight=sample_weight)
             shared.update(pooled._shared_params())

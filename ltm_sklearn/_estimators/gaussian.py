@@ -521,6 +521,11 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             "n_params": n_free_parameters(tree, k, groups),
         }
 
+    def _shared_params(self):
+        """Parameters that make per-class models of a classifier share this fit's tree
+        (the shared one, or the largest component's: ``tree_``)."""
+        return {"tree": self.tree_}
+
     # ------------------------------------------------------------------ scoring
     def _joint(self, X):
         """``log p(k, x)`` per component, in the units of ``X`` (NaN marginalised)."""
