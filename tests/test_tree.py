@@ -63,6 +63,13 @@ def test_newick_with_branch_lengths_and_quotes():
     t = LatentTree.from_newick("(('a b':0.1,c:2)h:1,d,e);", feature_names=["a b", "c", "d", "e"])
     assert t.n_observed == 4 and t.n_nodes == 6
     assert "'a b'" in t.to_newick()
+    # brackets open a comment: quoted, and the names come back
+    names = ["a[1]", "a b", "it's", "d"]
+    t = LatentTree([(0, 4), (1, 4), (2, 5), (3, 5), (4, 5)], 4, feature_names=names)
+    assert t.to_newick() == "('a[1]','a b',('it''s',d));"
+    assert LatentTree.from_newick(t.to_newick(), feature_names=names).to_newick() == t.to_newick()
+    with pytest.raises(ValueError, match="feature_names has 2 names; the tree has 4"):
+        t.to_newick(feature_names=["a", "b"])
 
 
 def test_networkx_round_trip():
@@ -75,6 +82,14 @@ def test_networkx_round_trip():
     named = nx.relabel_nodes(g, {i: f"v{i}" for i in range(12)})
     back = LatentTree.from_networkx(named, feature_names=[f"v{i}" for i in range(12)])
     assert splits(back) == splits(t)
+    # the names of a named tree travel in the labels
+    names = [f"col {i}" for i in range(12)]
+    g = LatentTree(t.edges, 12, feature_names=names).to_networkx()
+    assert LatentTree.from_networkx(g).feature_names == names
+    # and name the columns when other feature names (here reversed) are given
+    back = LatentTree.from_networkx(g, feature_names=names[::-1])
+    assert back.feature_names == names[::-1]
+    assert splits(back.relabelled(names)) == splits(LatentTree(t.edges, 12, feature_names=names))
 
 
 def test_coerce_accepts_every_form():

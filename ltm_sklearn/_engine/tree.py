@@ -413,6 +413,11 @@ class LatentTree:
     def to_newick(self, feature_names=None):
         """Newick string of the tree rooted at :attr:`root`; observed nodes carry their names."""
         names = feature_names if feature_names is not None else self.feature_names
+        if names is not None and len(names) != self.n_observed:
+            raise ValueError(
+                f"feature_names has {len(names)} names; the tree has {self.n_observed} "
+                "observed nodes."
+            )
 
         def label(u):
             if u >= self.n_observed:
@@ -432,17 +437,25 @@ class LatentTree:
         """Build from a networkx graph (or anything with ``.nodes`` and ``.edges``).
 
         Integer nodes ``0..d-1`` are observed columns; with ``feature_names``, nodes named
-        like a feature are observed and every other node is hidden.
+        like a feature, or whose ``label`` attribute is one (the graphs of
+        :meth:`to_networkx`), are observed and every other node is hidden. Without them,
+        the ``label`` attributes of the observed nodes (``hidden`` false) of such a graph
+        are its feature names.
         """
         nodes = list(graph.nodes)
+        data = dict(graph.nodes(data=True)) if hasattr(graph.nodes, "data") else {}
         if feature_names is not None:
             index = {str(f): i for i, f in enumerate(feature_names)}
             n_observed = len(index)
             mapping = {}
             nxt = n_observed
             for u in nodes:
+                attrs = data.get(u, {})
+                label = None if attrs.get("hidden") else attrs.get("label")
                 if str(u) in index:
                     mapping[u] = index[str(u)]
+                elif label is not None and str(label) in index:
+                    mapping[u] = index[str(label)]
                 else:
                     mapping[u] = nxt
                     nxt += 1
@@ -456,9 +469,15 @@ class LatentTree:
             n_observed = None
             mapping = {u: int(u) for u in nodes}
             names = None
-            hidden_attr = {u for u, d in graph.nodes(data=True) if d.get("hidden")}
+            hidden_attr = {u for u, d in data.items() if d.get("hidden")}
             if hidden_attr:
                 n_observed = min(hidden_attr)
+                labels = [data.get(u, {}).get("label") for u in range(n_observed)]
+                # the names of to_networkx's graph (positions as labels are no names)
+                if all(label is not None for label in labels) and any(
+                    str(label) != str(u) for u, label in enumerate(labels)
+                ):
+                    names = [str(label) for label in labels]
         if n_observed is None:
             # observed nodes are the leaves unless told otherwise
             deg = {u: 0 for u in nodes}
@@ -727,7 +746,9 @@ def _drop_internal_labels(node, index):
 
 
 def _quote(name):
-    if re.fullmatch(r"[^,();:\s']+", name):
+    """``name`` as a Newick label: quoted when it holds a character the format reads
+    otherwise (separators, blanks, quotes, and brackets, which open a comment)."""
+    if re.fullmatch(r"[^,();:\s'\[\]]+", name):
         return name
     return "'" + name.replace("'", "''") + "'"
 
