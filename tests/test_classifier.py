@@ -716,3 +716,19 @@ def test_shared_tree_and_n_hidden_states_with_estimators_that_lack_the_parameter
         LatentTreeClassifier(quartet, shared_tree=True).fit(codes, labels)
     # a quartet model learns its own tree: the joint model and the pool apply
     assert LatentTreeClassifier(quartet, random_state=0).fit(codes, labels).model_ == "pooled"
+
+
+def test_an_array_scored_by_a_classifier_fitted_on_a_frame_warns_once():
+    X = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, random_state=0).sample(300)
+    y = (X[:, 0] > 0).astype(int)
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(8)])
+    estimator = SpectralLatentTree(structure="hclt", random_state=0)
+    clf = LatentTreeClassifier(estimator, random_state=0).fit(frame, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from_array = clf.predict_proba(X)
+    assert [str(w.message) for w in caught if "feature names" in str(w.message)] == [
+        "X does not have valid feature names, but LatentTreeClassifier was fitted with "
+        "feature names"
+    ]
+    np.testing.assert_array_equal(from_array, clf.predict_proba(frame))

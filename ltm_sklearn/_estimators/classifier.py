@@ -931,7 +931,13 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if isinstance(X, pd.DataFrame):
             validate_data(self, X, skip_check_array=True, reset=False)
             return X
-        return validate_data(self, X, dtype=None, ensure_all_finite="allow-nan", reset=False)
+        X = validate_data(self, X, dtype=None, ensure_all_finite="allow-nan", reset=False)
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:
+            # fitted on a DataFrame and given an array: warned above once, and the models
+            # of the classes read the array under the fitted names (not once more each)
+            X = pd.DataFrame(X, columns=names)
+        return X
 
     def predict_log_proba(self, X):
         """Log class posteriors ``log P(c | x)``, columns in the order of ``classes_``."""
