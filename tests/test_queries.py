@@ -1,6 +1,7 @@
 """The queries of a fitted model: posteriors of the hidden variables and latent classes."""
 
 import numpy as np
+import pandas as pd
 
 from ltm_sklearn import SpectralLatentTree
 from ltm_sklearn.datasets import LatentTreeModel, star_tree
@@ -28,3 +29,21 @@ def test_predict_proba_is_the_root_posterior_and_predict_recovers_latent_classes
     cl = SpectralLatentTree(2, structure="chow_liu").fit(X)  # no hidden node: one class
     np.testing.assert_array_equal(cl.predict_proba(X[:5]), np.ones((5, 1)))
     np.testing.assert_array_equal(cl.predict(X[:5]), np.zeros(5))
+
+
+def test_samples_keep_the_fitted_pandas_categorical_and_bool_dtypes():
+    rng = np.random.RandomState(0)
+    levels = pd.CategoricalDtype(["lo", "mid", "hi", "unused"], ordered=True)
+    frame = pd.DataFrame(
+        {
+            "level": pd.Series(rng.choice(["lo", "mid", "hi"], 200)).astype(levels),
+            "count": rng.randint(0, 3, 200),
+            "flag": rng.rand(200) > 0.5,  # beside a categorical of strings: fitted too
+        }
+    )
+    est = SpectralLatentTree(2, structure="clnj", random_state=0).fit(frame)
+    drawn = est.sample(50, random_state=0)
+    assert drawn["level"].dtype == levels and drawn["flag"].dtype == bool
+    assert drawn["count"].dtype.kind == "i"
+    flags = SpectralLatentTree(2, structure="clnj", random_state=0).fit(rng.rand(200, 4) > 0.5)
+    assert flags.sample(5, random_state=0).dtype == bool

@@ -96,6 +96,7 @@ class CategoricalLeaves:
     def __init__(self, categories="auto"):
         self.categories = categories
         self.declared = None
+        self.categorical_dtypes = None  # the pandas Categorical dtypes of the columns
         self.encoder = None
 
     @classmethod
@@ -107,6 +108,18 @@ class CategoricalLeaves:
 
     def inspect(self, X):
         self.declared = declared_categories(X)
+        if self.declared is not None:
+            self.categorical_dtypes = [
+                dtype if isinstance(dtype, pd.CategoricalDtype) else None for dtype in X.dtypes
+            ]
+
+    def restore_dtypes(self, frame):
+        """``frame`` (decoded rows with the fitted column names) with the fitted pandas
+        Categorical dtypes: their categories and order, observed or not."""
+        for j, dtype in enumerate(getattr(self, "categorical_dtypes", None) or ()):
+            if dtype is not None:
+                frame.isetitem(j, frame.iloc[:, j].astype(dtype))
+        return frame
 
     def fit_transform(self, X, sample_weight=None, names=None, random_state=None):
         """Learn the categories (given, declared by pandas, or observed) and encode ``X``."""

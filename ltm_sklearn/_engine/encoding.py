@@ -208,6 +208,8 @@ class CategoricalEncoder:
         ]
         out = np.column_stack(cols) if cols else np.empty((codes.shape[0], 0), dtype=object)
         values = [v for c in self.categories_ for v in c]
+        if values and all(self.categories_) and all(isinstance(v, bool) for v in values):
+            return out.astype(bool)
         if all(isinstance(v, numbers.Number) and not isinstance(v, bool) for v in values):
             floats = any(isinstance(v, float) for v in values)
             return out.astype(float if floats or not all(self.categories_) else np.int64)

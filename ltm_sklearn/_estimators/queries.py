@@ -6,6 +6,7 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
+import pandas as pd
 from scipy.special import logsumexp
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -141,4 +142,7 @@ class QueryMixin:
         rng = check_random_state(random_state)
         states = sample_states(tree, self.root_marginal_, self.cpts_, int(n_samples), rng)
         codes = states[: tree.n_observed].T.copy()
-        return as_fitted_frame(self, self._leaves.decode(codes, random_state))
+        drawn = as_fitted_frame(self, self._leaves.decode(codes, random_state))
+        if isinstance(drawn, pd.DataFrame) and hasattr(self._leaves, "restore_dtypes"):
+            drawn = self._leaves.restore_dtypes(drawn)
+        return drawn

@@ -78,20 +78,18 @@ def check_frame_dtypes(X, allowed, estimator):
 
 
 def keep_missing_entries(X):
-    """``X`` with its pandas extension columns that hold a missing entry as objects, so
-    that the frame's NumPy form keeps them missing: beside integer columns, a categorical
-    of integer categories becomes integers, its missing entries ``-2**63``."""
+    """``X`` with its pandas extension columns (categorical, string, nullable) as
+    objects, so that the frame's NumPy form keeps their values and missing entries:
+    converted beside other columns, a categorical of strings next to a bool column failed
+    ("Cannot cast str dtype to float64"), and one of integer categories next to integer
+    columns turned its missing entries into ``-2**63``."""
     if not isinstance(X, pd.DataFrame):
         return X
-    lossy = [
-        j
-        for j, dtype in enumerate(X.dtypes)
-        if not isinstance(dtype, np.dtype) and X.iloc[:, j].isna().any()
-    ]
-    if not lossy:
+    extension = [j for j, dtype in enumerate(X.dtypes) if not isinstance(dtype, np.dtype)]
+    if not extension:
         return X
     X = X.copy(deep=False)
-    for j in lossy:
+    for j in extension:
         X.isetitem(j, X.iloc[:, j].astype(object))
     return X
 
