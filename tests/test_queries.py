@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from ltm_sklearn import SpectralLatentTree
+from ltm_sklearn import KernelLatentTree, SpectralLatentTree
 from ltm_sklearn.datasets import LatentTreeModel, star_tree
 
 
@@ -47,3 +47,8 @@ def test_samples_keep_the_fitted_pandas_categorical_and_bool_dtypes():
     assert drawn["count"].dtype.kind == "i"
     flags = SpectralLatentTree(2, structure="clnj", random_state=0).fit(rng.rand(200, 4) > 0.5)
     assert flags.sample(5, random_state=0).dtype == bool
+    # a mixed table's categorical column too
+    mixed = frame.assign(count=rng.randn(200), flag=rng.randn(200))
+    kernel = KernelLatentTree(2, structure="chow_liu", random_state=0).fit(mixed)
+    drawn = kernel.sample(20, random_state=0)
+    assert drawn["level"].dtype == levels and drawn["count"].dtype == float

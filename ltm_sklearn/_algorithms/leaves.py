@@ -43,6 +43,23 @@ WIDE_BUMP = 3.0
 SCORE_BLOCK = 8192
 
 
+def categorical_dtypes(X):
+    """The pandas Categorical dtypes of the columns of a DataFrame (``None`` for the
+    other columns and for non-DataFrame input)."""
+    if not isinstance(X, pd.DataFrame):
+        return None
+    return [dtype if isinstance(dtype, pd.CategoricalDtype) else None for dtype in X.dtypes]
+
+
+def restore_categorical_dtypes(frame, dtypes):
+    """``frame`` with the Categorical ``dtypes`` (:func:`categorical_dtypes`) of its
+    columns: their categories and order, observed or not."""
+    for j, dtype in enumerate(dtypes or ()):
+        if dtype is not None:
+            frame.isetitem(j, frame.iloc[:, j].astype(dtype))
+    return frame
+
+
 class LeafModel(Protocol):
     """What an estimator reads of its columns (see the module docstring).
 
@@ -54,6 +71,10 @@ class LeafModel(Protocol):
 
     def inspect(self, X) -> None:
         """Read what validation loses from the raw input (pandas dtypes)."""
+
+    def restore_dtypes(self, frame):
+        """Drawn rows (a DataFrame with the fitted names) with the dtypes that
+        :meth:`inspect` read (:func:`restore_categorical_dtypes`)."""
 
     def fit_transform(self, X, sample_weight=None, names=None, random_state=None): ...
 
@@ -95,8 +116,7 @@ class CategoricalLeaves:
 
     def __init__(self, categories="auto"):
         self.categories = categories
-        self.declared = None
-        self.categorical_dtypes = None  # the pandas Categorical dtypes of the columns
+        self.declared = self.categorical_dtypes = None
         self.encoder = None
 
     @classmethod
@@ -108,18 +128,10 @@ class CategoricalLeaves:
 
     def inspect(self, X):
         self.declared = declared_categories(X)
-        if self.declared is not None:
-            self.categorical_dtypes = [
-                dtype if isinstance(dtype, pd.CategoricalDtype) else None for dtype in X.dtypes
-            ]
+        self.categorical_dtypes = categorical_dtypes(X)
 
     def restore_dtypes(self, frame):
-        """``frame`` (decoded rows with the fitted column names) with the fitted pandas
-        Categorical dtypes: their categories and order, observed or not."""
-        for j, dtype in enumerate(getattr(self, "categorical_dtypes", None) or ()):
-            if dtype is not None:
-                frame.isetitem(j, frame.iloc[:, j].astype(dtype))
-        return frame
+        return restore_categorical_dtypes(frame, getattr(self, "categorical_dtypes", None))
 
     def fit_transform(self, X, sample_weight=None, names=None, random_state=None):
         """Learn the categories (given, declared by pandas, or observed) and encode ``X``."""
@@ -243,11 +255,15 @@ class BumpLeaves:
         self.bandwidth_scale = bandwidth_scale
         self.bandwidth = bandwidth
         self.owner = owner
-        self.declared = self.is_categorical = None
+        self.declared = self.is_categorical = self.categorical_dtypes = None
 
     def inspect(self, X):
         self.declared = declared_categories(X)
+        self.categorical_dtypes = categorical_dtypes(X)
         self.is_categorical = categorical_mask(X, self.categorical_features)
+
+    def restore_dtypes(self, frame):
+        return restore_categorical_dtypes(frame, getattr(self, "categorical_dtypes", None))
 
     def fit_transform(self, X, sample_weight=None, names=None, random_state=None):
         self.encoder = MixedEncoder(self.categorical_features, self.categories, owner=self.owner)
