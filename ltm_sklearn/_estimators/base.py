@@ -88,8 +88,8 @@ from .sklearn_internals import Interval, StrOptions, check_sample_weight, fit_co
 from .structures import StructureMixin
 from .validation import (
     check_frame_dtypes,
+    extension_columns_as_objects,
     is_dask_collection,
-    keep_missing_entries,
     reset_fitted_state,
 )
 
@@ -205,7 +205,7 @@ class BaseLatentTree(
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
         return validate_data(
             self,
-            keep_missing_entries(X),
+            extension_columns_as_objects(X),
             reset=reset,
             dtype=None,
             ensure_all_finite="allow-nan",

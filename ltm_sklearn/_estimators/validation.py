@@ -77,7 +77,7 @@ def check_frame_dtypes(X, allowed, estimator):
             )
 
 
-def keep_missing_entries(X):
+def extension_columns_as_objects(X):
     """``X`` with its pandas extension columns (categorical, string, nullable) as
     objects, so that the frame's NumPy form keeps their values and missing entries:
     converted beside other columns, a categorical of strings next to a bool column failed

@@ -122,6 +122,8 @@ class RowStatistics:
         """Warn when a new category of column ``j`` reads as one of its first ``earlier``
         categories (those of the earlier batches) in another type (``'4'`` in a batch
         after ``4``): two categories, not one."""
+        if not hasattr(self, "by_text"):  # statistics pickled before it was kept
+            self.by_text = [{str(v): v for v in values} for values in self.values]
         twin = self.by_text[j].get(str(value))
         if twin is not None and self.lookup[j][_key(twin, j)] < earlier:
             warnings.warn(
