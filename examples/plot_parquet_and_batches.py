@@ -7,8 +7,9 @@ latent tree on it, both reading the data through additive statistics (pair table
 uniform sample of rows, projected moments, EM's expected counts):
 
 * ``fit(dask_dataframe)``: the statistics are computed partition by partition on the
-  active Dask scheduler - here a ``distributed.LocalCluster`` of two worker processes,
-  in practice the cluster of a ``distributed.Client`` - and reduced on the cluster; only
+  active Dask scheduler - here a ``distributed.LocalCluster`` of two workers in threads
+  of this process, in practice the cluster of a ``distributed.Client`` - and reduced on
+  the cluster; only
   small tables reach this process (``pip install "ltm-sklearn[dask]"``);
 * ``partial_fit(batch)`` on batches read one at a time, with no cluster at all.
 
@@ -20,6 +21,7 @@ Both give the model that ``fit`` gives on the whole table held in memory.
 # -------------------------
 # Rows of a known latent tree model (32 binary columns, a balanced tree with binary
 # hidden nodes), written as 8 files.
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -71,3 +73,4 @@ print(f"in memory: held-out {in_memory.score(test):.4f}")
 print(f"truth:     held-out {truth.log_likelihood(test.to_numpy()).mean():.4f}")
 gap = np.abs(on_dask.score_samples(test) - in_memory.score_samples(test)).max()
 print(f"largest per-row difference, Dask vs in memory: {gap:.1e}")
+shutil.rmtree(folder.parent)  # the example's files
