@@ -732,3 +732,17 @@ def test_an_array_scored_by_a_classifier_fitted_on_a_frame_warns_once():
         "feature names"
     ]
     np.testing.assert_array_equal(from_array, clf.predict_proba(frame))
+
+
+def test_a_warning_about_the_columns_is_issued_once_per_fit_not_once_a_model():
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame(
+        {"a": rng.randn(300), "b": rng.randn(300), "coded": rng.randint(1, 4, 300) * 1.0}
+    )
+    y = (X["a"] + rng.randn(300) > 0).astype(int)
+    estimator = KernelLatentTree(2, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        LatentTreeClassifier(estimator, shared_tree=True, random_state=0).fit(X, y)
+    about_coded = [w for w in caught if "column 'coded'" in str(w.message)]
+    assert len(about_coded) == 1 and "3 distinct numbers" in str(about_coded[0].message)

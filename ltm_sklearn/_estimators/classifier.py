@@ -10,6 +10,7 @@ the module is the class docstring. The calibration of the posterior is in
 from __future__ import annotations
 
 import functools
+import re
 import time
 import warnings
 from numbers import Integral
@@ -326,6 +327,19 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
+        # the class models and the joint model read the same columns: a warning about
+        # them is issued once, not once a model (a kernel model's column of a few numbers
+        # warned ten times), also when the fit fails
+        caught = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self._fit(X, y, sample_weight)
+        finally:
+            _issue_once(caught)
+        return self
+
+    def _fit(self, X, y, sample_weight):
         reset_fitted_state(self)
         declared = declared_categories(X)
         if isinstance(X, pd.DataFrame):
@@ -1050,6 +1064,19 @@ def _as_trial(est):
     if isinstance(est, BaseLatentTree):
         est._keeps_raw_estimate = False
     return est
+
+
+def _issue_once(caught):
+    """Issue the recorded warnings ``caught`` here, where the user's filters apply, each
+    once: messages of one category that differ only in their numbers (the rows of the
+    model that warned) are one warning, the first."""
+    issued = set()
+    for w in caught:
+        message = str(w.message)
+        key = (re.sub(r"\d+(\.\d+)?", "#", message), w.category)
+        if key not in issued:
+            issued.add(key)
+            warnings.warn(message, w.category, stacklevel=user_stacklevel())
 
 
 def _replay(model, caught):
