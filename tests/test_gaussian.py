@@ -121,8 +121,8 @@ def test_stacked_components_match_one_at_a_time(monkeypatch):
         mk, ck = joint_moments(tree, w[k], b[k], s[k])
         np.testing.assert_allclose(mean[k], mk, atol=1e-12)
         np.testing.assert_allclose(cov[k], ck, atol=1e-12)
-    # blocks of 64 rows when the products are recomputed: several blocks per pattern
-    monkeypatch.setattr(gaussian_module, "_CHUNK_ELEMENTS", 64)
+    # blocks of 64 rows when the rows are read with matrix products: several a pattern
+    monkeypatch.setattr(gaussian_module, "_BLOCK_ELEMENTS", 64)
     for share in (0.0, 0.2):
         X = rng.normal(size=(300, d))
         X[rng.random(X.shape) < share] = np.nan
