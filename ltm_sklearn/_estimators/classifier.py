@@ -576,7 +576,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if choose_form:
             shared["hidden"] = "discrete"  # k' is chosen for the discrete form
             # under 10 rows to hold out, the discrete form (as the estimator keeps it)
-            choose_form = _held_out_rows(y_idx).size >= 10
+            choose_form = _held_out_rows(y_idx).size >= MIN_SPLIT_WEIGHT
         folds = loss = fitted = scores = None
         if self.n_hidden_states == "auto" or choose_form:
             if self.n_hidden_states == "auto":
@@ -772,9 +772,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         avoid it."""
         seed = self.random_state if self.random_state is not None else 0
         large = _held_out_rows(y_idx)
-        if large.size < 10:
+        if large.size < MIN_SPLIT_WEIGHT:
             raise ValueError(
-                f"{what} holds out rows to choose by log-loss and needs at least 10 rows in "
+                f"{what} holds out rows to choose by log-loss and needs at least "
+                f"{MIN_SPLIT_WEIGHT} rows in "
                 f"classes of 5 rows or more, got {large.size}. {fix}"
             )
         # classes of fewer than 5 rows keep all their rows for training
@@ -841,7 +842,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             if sample_weight[rows].sum() < 5 or train[rows].sum() <= 0:
                 train[rows] += held[rows]
                 held[rows] = 0.0
-        if held.sum() < 10:
+        if held.sum() < MIN_SPLIT_WEIGHT:
             return None
         train_rows, val_rows = np.flatnonzero(train > 0), np.flatnonzero(held > 0)
         return train_rows, val_rows, train[train_rows], held[val_rows]

@@ -143,6 +143,6 @@ class QueryMixin:
         states = sample_states(tree, self.root_marginal_, self.cpts_, int(n_samples), rng)
         codes = states[: tree.n_observed].T.copy()
         drawn = as_fitted_frame(self, self._leaves.decode(codes, random_state))
-        if isinstance(drawn, pd.DataFrame) and hasattr(self._leaves, "restore_dtypes"):
+        if isinstance(drawn, pd.DataFrame):
             drawn = self._leaves.restore_dtypes(drawn)
         return drawn
