@@ -68,10 +68,6 @@ def _fails_on(x, bad):
     return x
 
 
-def _threads():
-    return block_threads(None)
-
-
 def test_a_batch_runs_here_and_in_a_worker_in_the_order_of_its_calls():
     workers._executor(1).submit(workers._ready).result()  # a worker is up
     pids = workers.run_in_workers(_pid_after, [(0.1,)] * 12, 2)
@@ -99,11 +95,53 @@ def test_an_error_of_a_call_is_raised_wherever_it_ran():
     assert workers.run_in_workers(_square, [(2,), (3,)], 2) == [4, 9]
 
 
-def test_every_call_gets_the_cores_share_of_one_process_in_threads():
+def _threads_over(seconds):
+    """The thread counts the passes would get, read every 10 ms for ``seconds``, and
+    the process that read them."""
+    seen, end = [], time.monotonic() + seconds
+    while True:
+        seen.append(block_threads(None))
+        if time.monotonic() > end:
+            return os.getpid(), seen
+        time.sleep(0.01)
+
+
+def test_every_call_gets_the_cores_share_of_one_process_while_others_run():
     workers._executor(1).submit(workers._ready).result()
     share = max(1, workers.cpu_count() // 2)
-    assert set(workers.run_in_workers(_threads, [()] * 8, 2)) == {share}
+    seen = workers.run_in_workers(_threads_over, [(0.05,)] * 8, 2)
+    here = [s for pid, s in seen if pid == os.getpid()]
+    there = [s for pid, s in seen if pid != os.getpid()]
+    assert here and there
+    assert all(set(s) == {share} for s in there)  # the workers: always their share
+    # here: the share while a worker still runs; all the cores at most on the last call,
+    # once the worker has nothing left to take
+    assert all(set(s) == {share} for s in here[:-1])
+    assert set(here[-1]) <= {share, 2 * share}
     assert getattr(threads._limits, "n", None) is None  # lifted after the batch
+
+
+@pytest.mark.skipif(workers.cpu_count() < 2, reason="one core: no worker's share to take")
+def test_the_call_left_running_here_takes_the_idle_workers_cores():
+    workers._executor(1).submit(workers._ready).result()
+    share = max(1, workers.cpu_count() // 2)
+    # the costs put the long call here (the largest first) and the short one in the worker
+    calls, costs = [(0.1,), (1.0,)], [0.1, 1.0]
+    (pid_short, short), (pid_long, long) = workers.run_in_workers(
+        _threads_over, calls, 2, costs=costs
+    )
+    assert pid_long == os.getpid() and pid_short != os.getpid()
+    assert set(short) == {share}
+    # its share while the worker ran, then every core once the worker was done
+    assert long[0] == share and long[-1] == 2 * share
+    assert sorted(long) == long
+
+
+def test_the_calls_keep_their_order_whatever_order_they_ran_in():
+    workers._executor(1).submit(workers._ready).result()
+    costs = [3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0]
+    calls = [(x,) for x in range(len(costs))]
+    assert workers.run_in_workers(_square, calls, 2, costs=costs) == [x * x for x in range(7)]
 
 
 def test_a_lost_worker_is_replaced():

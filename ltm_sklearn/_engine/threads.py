@@ -10,7 +10,13 @@ from functools import lru_cache, wraps
 from joblib import cpu_count, effective_n_jobs
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["single_threaded_blas", "single_threaded", "block_threads", "limited_threads"]
+__all__ = [
+    "single_threaded_blas",
+    "single_threaded",
+    "block_threads",
+    "limited_threads",
+    "ThreadShare",
+]
 
 
 def block_threads(n_jobs):
@@ -24,6 +30,8 @@ def block_threads(n_jobs):
     The blocks are the same whatever the number of threads, and their sums are taken in
     the same order, so the result does not depend on it."""
     limit = getattr(_limits, "n", None)
+    if isinstance(limit, ThreadShare):
+        limit = limit.n
     if limit is not None:
         return limit if n_jobs is None else min(limit, effective_n_jobs(n_jobs))
     if n_jobs is not None:
@@ -38,11 +46,22 @@ def block_threads(n_jobs):
 _limits = threading.local()  # .n: the threads of limited_threads while it holds
 
 
+class ThreadShare:
+    """A thread count that another thread may change while the calls under
+    :func:`limited_threads` run: each pass reads it when it starts (so a call that
+    runs on alone once the worker processes are idle takes their cores from its next
+    pass on). The row blocks do not depend on it, so neither does the result."""
+
+    def __init__(self, n):
+        self.n = int(n)
+
+
 @contextmanager
 def limited_threads(n):
     """Context manager: :func:`block_threads` gives at most ``n`` in this thread
     (while its calls share the cores with worker processes,
-    :func:`~ltm_sklearn._engine.workers.run_in_workers`)."""
+    :func:`~ltm_sklearn._engine.workers.run_in_workers`); ``n`` an int or a
+    :class:`ThreadShare`."""
     before = getattr(_limits, "n", None)
     _limits.n = n
     try:

@@ -36,7 +36,7 @@ from collections import deque
 from joblib import cpu_count
 from joblib.externals.loky import ProcessPoolExecutor
 
-from .threads import limited_threads
+from .threads import ThreadShare, limited_threads
 
 __all__ = [
     "SIDE_BY_SIDE_SECONDS",
@@ -91,26 +91,41 @@ def worth_workers(n_jobs, serial_seconds, alone=False):
     return serial_seconds >= START_BATCH_SECONDS
 
 
-def run_in_workers(func, calls, n_jobs):
+def run_in_workers(func, calls, n_jobs, costs=None):
     """``[func(*args) for args in calls]``, in this process and ``n_jobs - 1`` worker
     processes side by side.
 
     This process takes the calls from the first on, and each worker, once it is up,
     from the last on, one at a time, until none is left: so this process works while
     the workers start (a batch does not wait for them), and a batch that ends before
-    they are up is done here alone. Every call runs with the threads of the passes
-    limited to the cores' share of one process
-    (:func:`~ltm_sklearn._engine.threads.limited_threads`), here as in the workers.
+    they are up is done here alone. With ``costs`` (an estimate per call), the calls
+    are taken in the order of their costs, the largest first here (and the smallest
+    first in the workers). Every call runs with the threads of the passes limited to
+    the cores' share of one process
+    (:func:`~ltm_sklearn._engine.threads.limited_threads`), here as in the workers,
+    until the workers have nothing left to take and none is busy: then the call that
+    runs on here takes every core's threads from its next pass on (a batch of
+    unequal calls, or an odd number of equal ones, otherwise ends with one core idle).
     """
     global _last_batch
     calls = list(calls)
     out = [None] * len(calls)
-    order = deque(range(len(calls)))
+    if costs is None:
+        order = deque(range(len(calls)))
+    else:
+        order = deque(sorted(range(len(calls)), key=lambda i: -costs[i]))
     lock = threading.Lock()
     taken = {}  # call -> set when a worker has returned it
     failed = []
     threads = _inner_threads(n_jobs)
+    share = ThreadShare(threads)
+    busy = [0]  # the workers running a call
     executor = _executor(n_jobs - 1) if n_jobs > 1 else None
+
+    def alone_here():
+        # (under the lock) nothing left for the workers and none busy
+        if not order and busy[0] == 0:
+            share.n = threads * n_jobs
 
     def feed():
         try:
@@ -123,6 +138,7 @@ def run_in_workers(func, calls, n_jobs):
                     return
                 i = order.pop()
                 taken[i] = threading.Event()
+                busy[0] += 1
             try:
                 out[i] = executor.submit(_limited, threads, func, *calls[i]).result()
             except BaseException as e:  # raised again in the calling thread
@@ -130,6 +146,9 @@ def run_in_workers(func, calls, n_jobs):
                 with lock:
                     order.clear()
             finally:
+                with lock:
+                    busy[0] -= 1
+                    alone_here()
                 taken[i].set()
 
     for _ in range(n_jobs - 1):
@@ -140,7 +159,8 @@ def run_in_workers(func, calls, n_jobs):
                 if not order:
                     break
                 i = order.popleft()
-            out[i] = _limited(threads, func, *calls[i])
+                alone_here()
+            out[i] = _limited(share, func, *calls[i])
     except BaseException:
         with lock:
             order.clear()  # the workers stop after their current call
@@ -160,7 +180,8 @@ def _ready():
 
 
 def _limited(threads, func, *args):
-    """``func(*args)`` with at most ``threads`` threads over the passes' row blocks."""
+    """``func(*args)`` with at most ``threads`` threads over the passes' row blocks (an
+    int, or a :class:`~ltm_sklearn._engine.threads.ThreadShare`)."""
     with limited_threads(threads):
         return func(*args)
 

@@ -199,13 +199,15 @@ def run_tasks(est, tasks, train, moments=None, held=None, unseen=None):
     tasks = list(tasks)
     jobs = min(block_threads(est.n_jobs), len(tasks))
     n_rows = np.count_nonzero(train.sample_weight > 0)
+    costs = [_estimated_seconds(t, n_rows) for t in tasks]
     side_by_side = (
         jobs > 1
         and not beyond_memory(train)
         and (moments is None or not beyond_memory(moments))
-        and worth_workers(jobs, sum(_estimated_seconds(t, n_rows) for t in tasks))
+        and worth_workers(jobs, sum(costs))
     )
     if not side_by_side:
         return [run_task(est, t, train, moments, held, unseen) for t in tasks]
-    out = run_in_workers(run_task, [(est, t, train, moments, held, unseen) for t in tasks], jobs)
-    return out
+    calls = [(est, t, train, moments, held, unseen) for t in tasks]
+    # the largest first here, where the last one running takes the idle workers' cores
+    return run_in_workers(run_task, calls, jobs, costs=costs)
