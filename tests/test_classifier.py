@@ -746,3 +746,30 @@ def test_a_warning_about_the_columns_is_issued_once_per_fit_not_once_a_model():
         LatentTreeClassifier(estimator, shared_tree=True, random_state=0).fit(X, y)
     about_coded = [w for w in caught if "column 'coded'" in str(w.message)]
     assert len(about_coded) == 1 and "3 distinct numbers" in str(about_coded[0].message)
+
+
+def test_the_same_values_in_any_container_give_the_same_classifier():
+    # the calibration fold is keyed on the values as numbers: ints in a NumPy array,
+    # floats, objects and a DataFrame are the same rows to it, as to the class models
+    X, y = load_table("breast", names=True)
+    codes = X.apply(lambda c: c.cat.codes).astype("int64")
+    probas = [
+        LatentTreeClassifier(SpectralLatentTree(2, structure="hclt"), random_state=0)
+        .fit(Z, y)
+        .predict_proba(Z)
+        for Z in (codes, codes.to_numpy(), codes.to_numpy(float), codes.to_numpy(object))
+    ]
+    for p in probas[1:]:
+        np.testing.assert_allclose(p, probas[0], rtol=1e-12)
+
+
+def test_a_class_of_rows_of_weight_zero_only_is_left_out_with_a_warning():
+    X, y, tree, _ = two_class_data(200)
+    y = y.astype(object)
+    y[:5] = "rare"
+    w = np.ones(len(y))
+    w[:5] = 0.0
+    with pytest.warns(UserWarning, match=r"\['rare'\] have rows of weight zero only"):
+        clf = LatentTreeClassifier(SpectralLatentTree(2, tree=tree), random_state=0)
+        clf.fit(X, y, sample_weight=w)
+    assert "rare" not in clf.classes_ and clf.predict_proba(X[:3]).shape == (3, 2)

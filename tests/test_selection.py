@@ -6,6 +6,7 @@ import re
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.special import logsumexp
 from sklearn.datasets import load_digits
@@ -27,7 +28,7 @@ from ltm_sklearn._algorithms.em import (
 )
 from ltm_sklearn._engine.evidence import CodeEvidence
 from ltm_sklearn._engine.inference import log_likelihood
-from ltm_sklearn._engine.row_keys import row_keys
+from ltm_sklearn._engine.row_keys import row_keys, row_values
 from ltm_sklearn._estimators import candidates
 from ltm_sklearn._estimators.candidates import task_seed
 from ltm_sklearn._estimators.fits import FittedModel, average_fits
@@ -433,6 +434,29 @@ def test_held_out_split_depends_on_the_rows_not_their_order():
     assert np.array_equal(np.sort(keys), np.sort(shuffled))
     assert 0.15 < np.mean(keys < 0.2) < 0.25
     assert not np.array_equal(np.sort(keys), np.sort(row_keys(codes, 1)))
+
+
+def test_row_values_are_the_same_for_every_container_of_the_same_values():
+    ints = np.array([[1, 2], [3, 0], [1, 2]])
+    expected = ints.T.astype(float)
+    frames = [
+        ints,
+        ints.astype(float),
+        ints.astype(object),
+        pd.DataFrame(ints),
+        pd.DataFrame(ints.astype(float)),
+        pd.DataFrame({"a": pd.Categorical([1, 3, 1]), "b": pd.array([2, 0, 2], dtype="Int64")}),
+        [[1, 2.0], [np.int64(3), 0], [1.0, 2]],
+    ]
+    for X in frames:
+        assert np.array_equal(row_values(X), expected)
+    # missing entries in any form are NaN; text is not the number it reads as
+    mixed = np.array([[1, "1", None], [np.nan, "b", pd.NA], [2.5, "a", "1"]], dtype=object)
+    values = row_values(mixed)
+    assert np.isnan(values[0, 1]) and np.isnan(values[2, :2]).all()
+    assert values[0, 0] == 1.0 and values[0, 2] == 2.5
+    # "1", "b", "a": ranked by their text, apart from the numbers
+    assert np.array_equal(values[1], 2.0**60 + np.array([0, 2, 1]))
 
 
 def test_fit_and_partial_fit_choose_the_same_structure():

@@ -32,7 +32,7 @@ from sklearn.utils.validation import (
 
 from .._engine.encoding import declared_categories
 from .._engine.mixed_columns import categorical_mask
-from .._engine.row_keys import holdout_weights
+from .._engine.row_keys import holdout_weights, row_values
 from .._engine.threads import block_threads
 from .._engine.user_frames import user_stacklevel
 from .._engine.workers import run_in_workers, worth_workers
@@ -361,6 +361,15 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         )
         if not np.all(sample_weight > 0):  # a row of weight zero is a row left out
             keep = np.flatnonzero(sample_weight > 0)
+            left_out = np.setdiff1d(np.unique(y), np.unique(y[keep]))
+            if len(left_out):
+                warnings.warn(
+                    f"The classes {left_out.tolist()} have rows of weight zero only: they "
+                    "are not classes of the model (classes_ and the columns of "
+                    "predict_proba list the classes with a positive weight).",
+                    UserWarning,
+                    stacklevel=user_stacklevel(),
+                )
             X, y, sample_weight = safe_indexing(X, keep), y[keep], sample_weight[keep]
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
@@ -825,9 +834,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         (:func:`~ltm_sklearn._engine.row_keys.holdout_weights`), so that a row of weight 3
         is split as three copies of it are, in any order of the rows
         (:meth:`_calibration_fold`)."""
-        frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X, dtype=object))
-        row_keys = pd.util.hash_pandas_object(frame, index=False).to_numpy()
-        values = np.vstack([row_keys.view(np.int64), y_idx.astype(np.int64)])
+        # the values as numbers, so that the split is the same for every container and
+        # dtype that hold them (ints in a NumPy array, floats, objects, a DataFrame), as
+        # the class models read them alike
+        values = np.vstack([row_values(X), y_idx.astype(float)])
         seed = self.random_state if isinstance(self.random_state, Integral) else 0
         held, train, _ = holdout_weights(values, sample_weight, VALIDATION_SHARE, seed)
         return self._calibration_fold(held, train, y_idx, sample_weight)
