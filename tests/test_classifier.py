@@ -773,3 +773,12 @@ def test_a_class_of_rows_of_weight_zero_only_is_left_out_with_a_warning():
         clf = LatentTreeClassifier(SpectralLatentTree(2, tree=tree), random_state=0)
         clf.fit(X, y, sample_weight=w)
     assert "rare" not in clf.classes_ and clf.predict_proba(X[:3]).shape == (3, 2)
+
+
+def test_an_infinite_label_is_named_without_a_warning_before():
+    X = np.random.default_rng(0).integers(0, 2, (40, 3))
+    y = np.r_[np.zeros(20), np.ones(19), np.inf]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="y contains infinity"):
+            LatentTreeClassifier().fit(X, y)

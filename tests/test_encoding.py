@@ -563,3 +563,14 @@ def test_missing_entries_of_pandas_integer_columns_stay_missing(column):
     assert list(est.categories_[3]) == [0, 1]
     dropped = SpectralLatentTree(2, structure="clnj", random_state=0).fit(X.astype(object))
     np.testing.assert_allclose(est.score_samples(X), dropped.score_samples(X.astype(object)))
+
+
+def test_many_whole_numbers_warn_that_each_is_a_category():
+    amounts = np.arange(60).repeat(3).reshape(-1, 1) * 100  # 60 amounts, 3 rows each
+    with pytest.warns(UserWarning, match="60 distinct whole numbers"):
+        CategoricalEncoder().fit(amounts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CategoricalEncoder().fit(amounts[: 50 * 3])  # at most MAX_FLOAT_CATEGORIES: quiet
+        CategoricalEncoder([list(range(0, 6000, 100))]).fit(amounts)  # given: codes
+        CategoricalEncoder().fit(np.array([f"c{v}" for v in amounts.ravel()])[:, None])

@@ -1,6 +1,8 @@
 """Gaussian latent trees (continuous hidden variables): pure functions and the estimator,
 against ground-truth models with exact densities."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -702,3 +704,24 @@ def test_values_far_beyond_the_data_score_finite():
         # transformed back overflows, never NaN
         assert not np.isnan(est.conditional_mean(far[:2], target=2)).any()
         assert not np.isnan(est.conditional_variance(far[:2], target=2)).any()
+
+
+def test_a_categorical_column_is_refused_with_the_estimator_to_use():
+    X = pd.DataFrame({"a": np.arange(20.0), "c": pd.Categorical(["x", "y"] * 10)})
+    with pytest.raises(TypeError, match="numbers only.*'c'.*KernelLatentTree"):
+        GaussianLatentTree().fit(X)
+    dates = pd.DataFrame({"a": np.arange(20.0), "d": pd.date_range("2020", periods=20)})
+    with pytest.raises(TypeError, match="cannot read column 'd' of dtype datetime64"):
+        GaussianLatentTree().fit(dates)
+
+
+def test_a_constant_column_is_named_in_a_warning():
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    X[:, 1] = 7.0
+    X[::9, 1] = np.nan  # missing entries do not make it vary
+    with pytest.warns(UserWarning, match=r"Column\(s\) \[1\] are constant.*6.0 nats") as record:
+        GaussianLatentTree(structure="chow_liu", n_components=1).fit(X)
+    assert sum("constant" in str(w.message) for w in record) == 1  # once a fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        GaussianLatentTree(structure="chow_liu", n_components=1).fit(X[:, [0, 2]])

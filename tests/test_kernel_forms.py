@@ -70,8 +70,12 @@ def test_gaussian_form_is_the_gaussian_latent_tree(gaussian_truth):
     assert est.hidden_ == "gaussian" and est.hidden_scores_ == {}
     assert est.tree_.edges == ref.tree_.edges
     assert est.raw_log_abs(Q) is None
-    with pytest.raises(AttributeError, match="continuous and have no states"):
+    # its hidden variables are continuous, with no states: no predict_hidden_proba, as
+    # hasattr tells (scikit-learn's available_if)
+    assert not hasattr(est, "predict_hidden_proba")
+    with pytest.raises(AttributeError, match="predict_hidden_proba"):
         est.predict_hidden_proba(Q)
+    assert hasattr(KernelLatentTree(), "predict_hidden_proba")  # unfitted: not fitted yet
     # a re-fit in the discrete form forgets the Gaussian one
     est.set_params(hidden="discrete").fit(X)
     assert not hasattr(est, "gaussian_model_") and est.hidden_ == "discrete"

@@ -134,7 +134,8 @@ class CategoricalEncoder:
                         values.setdefault(_key(v, j), _normalise_value(v, j))
                 cats = sorted(values.values(), key=_sort_key)
                 _check_not_continuous(cats, j, feature_names)
-                _warn_if_identifier(factorized[j][0], len(cats), j, feature_names)
+                if not _warn_if_identifier(factorized[j][0], len(cats), j, feature_names):
+                    _warn_if_many_numbers(cats, j, feature_names)
             else:
                 cats = [_normalise_value(v, j) for v in given[j] if not _is_missing(v)]
                 keys = [_key(v, j) for v in cats]
@@ -271,6 +272,29 @@ def _warn_if_identifier(inverse, n_values, j, feature_names=None):
             "identifier it tells nothing about the other columns, and it becomes one "
             "category per row (slower fits, lower likelihoods). Drop it, or pass its "
             "categories if they are real ones.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+        return True
+    return False
+
+
+def _warn_if_many_numbers(cats, j, feature_names=None):
+    """Warn when a column of more than ``MAX_FLOAT_CATEGORIES`` categories is mostly
+    whole numbers (counts, amounts, years): each value becomes a category of its own,
+    with no order and nothing shared between neighbouring values. Fractional ones are
+    refused (:func:`_check_not_continuous`); whole ones may be real categories (codes)."""
+    if len(cats) <= MAX_FLOAT_CATEGORIES:
+        return
+    whole = sum(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in cats)
+    if 2 * whole > len(cats):
+        name = repr(str(feature_names[j])) if feature_names is not None else str(j)
+        warnings.warn(
+            f"Column {name} has {len(cats)} distinct whole numbers, each of which becomes a "
+            "category of its own (no order, nothing shared between neighbouring values). "
+            "If it is a count or an amount, model it with KernelLatentTree or bin it (e.g. "
+            "sklearn.preprocessing.KBinsDiscretizer); if its values are codes, pass its "
+            "categories to keep them (which also silences this warning).",
             UserWarning,
             stacklevel=user_stacklevel(),
         )

@@ -57,7 +57,8 @@ def row_values(X):
     if isinstance(X, pd.DataFrame):
         columns = [X.iloc[:, j] for j in range(X.shape[1])]
         columns = [
-            c.to_numpy() if isinstance(c.dtype, np.dtype) and c.dtype.kind in "biuf"
+            c.to_numpy()
+            if isinstance(c.dtype, np.dtype) and c.dtype.kind in "biuf"
             # extension dtypes (categorical, nullable) as their values
             else c.to_numpy(dtype=object)
             for c in columns

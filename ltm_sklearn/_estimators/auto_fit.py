@@ -149,7 +149,8 @@ def select_model(est, moments, rng):
     if split is None:
         if auto_k or isinstance(est.alpha, str):
             what = "n_hidden_states" if auto_k else "alpha"
-            raise no_held_out_rows(what, float(moments.sample_weight.sum()))
+            weights = moments.sample_weight
+            raise no_held_out_rows(what, float(weights.sum()), int(np.count_nonzero(weights)))
         return ModelChoice(grid[0], names[0])
     train, held, unseen = split
     cap = min(est.max_iter, _SELECTION_MAX_ITER)

@@ -21,7 +21,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
-from sklearn.utils import check_random_state
+from sklearn.utils import assert_all_finite, check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_is_fitted,
@@ -355,6 +355,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"y has {int(np.sum(missing))} missing labels (None/NaN): every row needs a "
                 "class; drop the unlabelled rows first."
             )
+        if y.dtype.kind == "f":  # named here, before a cast of an infinity warns
+            assert_all_finite(y, input_name="y")
         check_classification_targets(y)
         sample_weight = check_sample_weight(
             sample_weight, np.empty((len(y), 0)), dtype=float, ensure_non_negative=True

@@ -288,6 +288,25 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         # a constant column keeps its units: its density is the reg_covar floor's, finite
         return column_scales(X, sample_weight)
 
+    def _warn_constant(self, X):
+        """Warn of the columns constant on the training rows ``X`` (NaN missing)."""
+        constant = [
+            j
+            for j in range(X.shape[1])
+            if np.nanmax(X[:, j], initial=-np.inf) == np.nanmin(X[:, j], initial=np.inf)
+        ]
+        if constant:
+            spike = -0.5 * np.log(2 * np.pi * self.reg_covar)
+            warnings.warn(
+                f"Column(s) {self._names(constant)} are constant on the training rows: "
+                "the Gaussian density of each is a spike of variance reg_covar at "
+                f"its value, about {spike:.1f} nats per row added to every log-likelihood "
+                "at it (and any other value is very unlikely). Drop such columns before "
+                "comparing scores across sets of columns.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
+
     def _names(self, idx):
         names = getattr(self, "feature_names_in_", None)
         return [str(names[i]) if names is not None else int(i) for i in idx]
@@ -344,6 +363,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         if keep.sum() < 2:
             raise ValueError("GaussianLatentTree needs at least 2 rows of positive weight.")
         X, sw = X[keep], sw[keep]
+        self._warn_constant(X)
         self.center_, self.scale_ = self._standardise(X, sw)
         S = (X - self.center_) / self.scale_
         d = X.shape[1]

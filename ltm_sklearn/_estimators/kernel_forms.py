@@ -24,7 +24,7 @@ from .._engine.mixed_columns import categorical_mask
 from .._engine.tree import LatentTree
 from .gaussian import GaussianLatentTree
 from .selection import MIN_SPLIT_WEIGHT, TIE_TOL, NoHeldOutRows, held_out_split
-from .sklearn_internals import check_sample_weight, safe_indexing
+from .sklearn_internals import available_if, check_sample_weight, safe_indexing
 from .validation import as_fitted_frame
 
 __all__ = ["GaussianFormMixin", "answered_by_gaussian_form"]
@@ -49,6 +49,12 @@ def answered_by_gaussian_form(method):
         return getattr(self.gaussian_model_, method.__name__)(**arguments)
 
     return wrapper
+
+
+def _has_discrete_hidden_states(est):
+    """Whether the model has hidden states to give posteriors of: not once the fit chose
+    the Gaussian form (before a fit the method is there, and says it is not fitted)."""
+    return getattr(est, "hidden_", None) != "gaussian"
 
 
 class GaussianFormMixin:
@@ -82,20 +88,18 @@ class GaussianFormMixin:
         """
         return super().predict_proba(X)
 
+    @available_if(_has_discrete_hidden_states)
     def predict_hidden_proba(self, X):
         """Posterior ``P(h | x)`` of every hidden node of the discrete form (see
-        :meth:`BaseLatentTree.predict_hidden_proba`).
+        :meth:`BaseLatentTree.predict_hidden_proba`). Not available once the fit chose the
+        Gaussian form (``hidden_ == "gaussian"``: its hidden variables are continuous and
+        have no states; ``conditional_mean`` answers for the columns, ``predict_proba``
+        for the discrete root), as ``hasattr`` tells.
 
         Returns
         -------
         ndarray of shape (n_samples, n_hidden_nodes, n_states)
         """
-        if self._gaussian_form():
-            raise AttributeError(
-                "predict_hidden_proba: the Gaussian form's hidden variables are continuous "
-                "and have no states; use conditional_mean on the columns, or predict_proba "
-                "for the discrete root."
-            )
         return super().predict_hidden_proba(X)
 
     def sample(self, n_samples=1, random_state=None):

@@ -128,11 +128,14 @@ class NoHeldOutRows(ValueError):
     drawn empty): the message says which and what to pass instead."""
 
 
-def no_held_out_rows(what, total_weight):
-    """:class:`NoHeldOutRows` for the ``"auto"`` parameter ``what`` on rows of
-    ``total_weight``."""
+def no_held_out_rows(what, total_weight, n_samples):
+    """:class:`NoHeldOutRows` for the ``"auto"`` parameter ``what`` on ``n_samples`` rows
+    of ``total_weight``."""
     if total_weight < MIN_SPLIT_WEIGHT:
-        why = f"needs at least {MIN_SPLIT_WEIGHT} rows (total weight), got {total_weight:g}"
+        why = (
+            f"needs at least {MIN_SPLIT_WEIGHT} rows (total weight), got n_samples="
+            f"{n_samples} of total weight {total_weight:g}"
+        )
     else:
         why = (
             f"on these {total_weight:g} rows (total weight) the held-out share, drawn from "

@@ -70,11 +70,19 @@ def check_frame_dtypes(X, allowed, estimator):
         return
     for name, dtype in X.dtypes.items():
         kind = getattr(dtype, "kind", "O")
-        if kind not in allowed:
+        if kind in allowed:
+            continue
+        categorical = isinstance(dtype, pd.CategoricalDtype) or kind in "OSU" or dtype == "string"
+        if categorical and "O" not in allowed:
             raise TypeError(
-                f"{estimator} cannot read column {name!r} of dtype {dtype}: convert it first "
-                "(e.g. dates to numbers or categories)."
+                f"{estimator} models numbers only, and column {name!r} (dtype {dtype}) holds "
+                "categories or text: use KernelLatentTree for a table with categorical "
+                "columns, or encode the column as numbers (or drop it) first."
             )
+        raise TypeError(
+            f"{estimator} cannot read column {name!r} of dtype {dtype}: convert it first "
+            "(e.g. dates to numbers or categories)."
+        )
 
 
 def extension_columns_as_objects(X):
