@@ -42,17 +42,24 @@ def row_hash(values, seed):
 
 
 def row_values(X):
-    """The values of ``X`` (an array or a DataFrame, rows by columns) as numbers,
-    feature-major, for :func:`row_hash`: the same whatever the container and dtype that
-    hold them (``1``, ``1.0`` and ``np.int64(1)`` in an int, float or object column, or in
-    a categorical one, are the number 1). Missing entries (None, NaN, ``pd.NA``) are NaN;
-    a value that is not a number (a string: ``"1"`` is not ``1``) becomes ``2**60`` plus
-    its rank among its column's other such values, ordered by their text.
+    """The values of ``X`` (an array or a DataFrame, rows by columns) as numbers for
+    :func:`row_hash`, two rows per column (feature-major): the same whatever the
+    container and dtype that hold them (``1``, ``1.0`` and ``np.int64(1)`` in an int,
+    float or object column, or in a categorical one, are the number 1).
+
+    Row ``2 j`` holds the column's numbers (NaN elsewhere), row ``2 j + 1`` the rank of
+    every other value (text: ``"1"`` is not ``1``) among the column's, ordered by their
+    text (NaN elsewhere). Missing entries (None, NaN, ``pd.NA``) are NaN in both.
 
     >>> a = row_values(np.array([[1, 2], [3, 4]]))
     >>> b = row_values(pd.DataFrame({"x": [1.0, 3.0], "y": pd.Categorical([2, 4])}))
-    >>> bool(np.array_equal(a, b))
+    >>> bool(np.array_equal(a, b, equal_nan=True))
     True
+    >>> row_values(np.array([["b", 1], ["a", "1"]], dtype=object))
+    array([[nan, nan],
+           [ 1.,  0.],
+           [ 1., nan],
+           [nan,  0.]])
     """
     if isinstance(X, pd.DataFrame):
         columns = [X.iloc[:, j] for j in range(X.shape[1])]
@@ -67,21 +74,20 @@ def row_values(X):
         X = np.asarray(X) if isinstance(X, np.ndarray) else np.asarray(X, dtype=object)
         columns = [X[:, j] for j in range(X.shape[1])]
     n = len(columns[0]) if columns else 0
-    out = np.empty((len(columns), n))
+    out = np.full((2 * len(columns), n), np.nan)
     for j, col in enumerate(columns):
         if col.dtype.kind in "biuf":
-            out[j] = col
+            out[2 * j] = col
             continue
         missing = pd.isna(col)
         number = np.fromiter((isinstance(v, numbers.Real) for v in col), bool, n) & ~missing
-        out[j] = np.nan
-        out[j, number] = [float(v) for v in col[number]]
+        out[2 * j, number] = [float(v) for v in col[number]]
         other = ~number & ~missing
         if other.any():
             codes, uniques = pd.factorize(col[other])
             rank = np.empty(len(uniques), dtype=np.int64)
             rank[np.argsort([str(u) for u in uniques], kind="stable")] = np.arange(len(uniques))
-            out[j, other] = 2.0**60 + rank[codes]
+            out[2 * j + 1, other] = rank[codes]
     return out
 
 
