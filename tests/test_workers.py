@@ -97,10 +97,13 @@ def test_an_error_of_a_call_is_raised_wherever_it_ran():
 
 def _threads_over(seconds):
     """The thread counts the passes would get, read every 10 ms for ``seconds``, and
-    the process that read them."""
+    the process that read them (asserting that a batch of the call's own would keep the
+    count it started with)."""
     seen, end = [], time.monotonic() + seconds
+    first = block_threads(None)
     while True:
-        seen.append(block_threads(None))
+        seen.append(block_threads(None, passes=True))
+        assert block_threads(None) == first
         if time.monotonic() > end:
             return os.getpid(), seen
         time.sleep(0.01)

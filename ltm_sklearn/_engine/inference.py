@@ -301,7 +301,9 @@ def _block_rows(plan):
 def _rows(n, n_jobs, block_rows=BLOCK_ROWS):
     n_blocks = max(1, -(-n // block_rows))
     bounds = np.linspace(0, n, n_blocks + 1).astype(int)
-    return [slice(bounds[i], bounds[i + 1]) for i in range(n_blocks)], block_threads(n_jobs)
+    return [slice(bounds[i], bounds[i + 1]) for i in range(n_blocks)], block_threads(
+        n_jobs, passes=True
+    )
 
 
 def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, dtype, *args):

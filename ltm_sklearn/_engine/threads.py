@@ -19,8 +19,9 @@ __all__ = [
 ]
 
 
-def block_threads(n_jobs):
-    """Threads over the row blocks of the message passes.
+def block_threads(n_jobs, passes=False):
+    """Threads over the row blocks of the message passes, and the processes of a batch
+    of fits side by side.
 
     ``n_jobs=None`` uses the cores the process may use, as scikit-learn's ``KMeans``
     and histogram gradient boosting use their OpenMP threads by default: at most
@@ -28,10 +29,13 @@ def block_threads(n_jobs):
     ``n_jobs``, such as ``GridSearchCV(n_jobs=...)``, so nested fits do not
     oversubscribe the cores). An integer is joblib's ``n_jobs`` (``-1``: every core).
     The blocks are the same whatever the number of threads, and their sums are taken in
-    the same order, so the result does not depend on it."""
+    the same order, so the result does not depend on it. Under a :class:`ThreadShare`,
+    ``passes=True`` (the passes' own threads) reads its current count, and otherwise its
+    first one: a fit that takes an idle worker's cores for its passes does not start
+    batches side by side of its own."""
     limit = getattr(_limits, "n", None)
     if isinstance(limit, ThreadShare):
-        limit = limit.n
+        limit = limit.n if passes else limit.base
     if limit is not None:
         return limit if n_jobs is None else min(limit, effective_n_jobs(n_jobs))
     if n_jobs is not None:
@@ -47,13 +51,14 @@ _limits = threading.local()  # .n: the threads of limited_threads while it holds
 
 
 class ThreadShare:
-    """A thread count that another thread may change while the calls under
+    """A thread count of the passes that another thread may raise while the calls under
     :func:`limited_threads` run: each pass reads it when it starts (so a call that
     runs on alone once the worker processes are idle takes their cores from its next
-    pass on). The row blocks do not depend on it, so neither does the result."""
+    pass on; its batches keep ``base``, the count it started with). The row blocks do
+    not depend on it, so neither does the result."""
 
     def __init__(self, n):
-        self.n = int(n)
+        self.base = self.n = int(n)
 
 
 @contextmanager
