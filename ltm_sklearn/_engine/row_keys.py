@@ -80,7 +80,11 @@ def row_values(X):
             out[2 * j] = col
             continue
         missing = pd.isna(col)
-        number = np.fromiter((isinstance(v, numbers.Real) for v in col), bool, n) & ~missing
+        if pd.api.types.infer_dtype(col, skipna=True) in ("string", "empty"):
+            number = np.zeros(n, dtype=bool)  # text only: no test of every entry
+        else:
+            number = np.fromiter((isinstance(v, numbers.Real) for v in col), bool, n)
+            number &= ~missing
         out[2 * j, number] = [float(v) for v in col[number]]
         other = ~number & ~missing
         if other.any():
