@@ -725,3 +725,18 @@ def test_a_constant_column_is_named_in_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         GaussianLatentTree(structure="chow_liu", n_components=1).fit(X[:, [0, 2]])
+
+
+def test_score_validates_sample_weight_as_the_discrete_estimators_do():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    est = GaussianLatentTree(structure="chow_liu", n_components=1).fit(X)
+    w = np.arange(1.0, 51.0)
+    assert est.score(X, sample_weight=w) == pytest.approx(
+        np.average(est.score_samples(X), weights=w)
+    )
+    with pytest.raises(ValueError, match="Negative values"):
+        est.score(X, sample_weight=-w)
+    with pytest.raises(ValueError, match="non-zero"):
+        est.score(X, sample_weight=np.zeros(50))
+    with pytest.raises(ValueError, match="shape"):
+        est.score(X, sample_weight=w[:3])

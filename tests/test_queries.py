@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from ltm_sklearn import KernelLatentTree, SpectralLatentTree
 from ltm_sklearn.datasets import LatentTreeModel, star_tree
@@ -52,3 +53,11 @@ def test_samples_keep_the_fitted_pandas_categorical_and_bool_dtypes():
     kernel = KernelLatentTree(2, structure="chow_liu", random_state=0).fit(mixed)
     drawn = kernel.sample(20, random_state=0)
     assert drawn["level"].dtype == levels and drawn["count"].dtype == float
+
+
+def test_a_bool_target_is_not_a_column_index():
+    X = LatentTreeModel.random(star_tree(3), 2, 3, random_state=0).sample(300, random_state=0)
+    est = SpectralLatentTree(2, random_state=0).fit(X)
+    assert est.conditional_proba(X[:2], target=1).shape == (2, 3)
+    with pytest.raises(ValueError, match="target must be a column index"):
+        est.conditional_proba(X[:2], target=True)

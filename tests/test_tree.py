@@ -232,3 +232,33 @@ def test_edge_lists_take_whole_number_node_ids_and_name_the_others():
     for edges in ([("a", "h"), ("b", "h")], [(0, 4.5), (1, 4.5)], [(True, 2), (1, 2)]):
         with pytest.raises(ValueError, match="an edge list takes integer node ids"):
             LatentTree(edges, 2)
+
+
+def test_a_tree_with_inner_columns_reads_back_from_newick_and_networkx():
+    pytest.importorskip("networkx")
+    chow_liu = LatentTree([(0, 2), (1, 2)], 3)  # the last column inside the tree
+    assert chow_liu.to_newick() == "(0,1)2;"
+    for spec in (chow_liu.to_newick(), chow_liu.to_networkx()):
+        back = LatentTree.coerce(spec, 3, observed_leaves_only=False)
+        assert back.n_observed == 3 and not back.hidden_nodes
+        assert sorted(map(sorted, back.edges)) == sorted(map(sorted, chow_liu.edges))
+    assert isinstance(LatentTree.from_networkx(chow_liu.to_networkx()), LatentTree)
+    assert LatentTree.from_networkx(chow_liu.to_networkx()).n_observed == 3
+
+
+def test_networkx_labels_name_the_columns_before_the_node_ids():
+    pytest.importorskip("networkx")
+    names = ["1", "2", "0", "3"]  # digit names, not in the order of their positions
+    t = LatentTree([(0, 4), (1, 4), (2, 5), (3, 5), (4, 5)], 4, feature_names=names)
+    back = LatentTree.from_networkx(t.to_networkx(), feature_names=names)
+    assert splits(back) == splits(t)
+    assert splits(LatentTree.from_networkx(t.to_networkx())) == splits(t)
+
+
+def test_counts_and_roots_that_are_not_whole_numbers_are_refused():
+    edges = [(0, 2), (1, 2)]
+    with pytest.raises(ValueError, match="n_observed must be a whole number"):
+        LatentTree(edges, 2.5)
+    with pytest.raises(ValueError, match="root must be a whole number"):
+        LatentTree(edges, 2, root=1.5)
+    assert LatentTree(edges, 2.0, root=np.int64(2)).root == 2

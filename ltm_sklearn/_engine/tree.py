@@ -23,18 +23,27 @@ from scipy.sparse.csgraph import shortest_path
 __all__ = ["LatentTree", "attach_columns"]
 
 
-def _node_id(value, edge):
-    """A node of an edge list as an int: an integer, or a whole number (no truncation)."""
+def _whole(value):
+    """``value`` as an int when it is an integer or a whole number (no truncation), else
+    ``None`` (bools are not numbers here)."""
     if not isinstance(value, (bool, np.bool_)):
         if isinstance(value, (numbers.Integral, np.integer)):
             return int(value)
         if isinstance(value, (numbers.Real, np.floating)) and float(value).is_integer():
             return int(value)
-    raise ValueError(
-        f"The edge {edge!r} names node {value!r}: an edge list takes integer node ids (the "
-        "columns 0..n_features-1, then the hidden nodes); to name nodes use a Newick "
-        "string or a networkx graph."
-    )
+    return None
+
+
+def _node_id(value, edge):
+    """A node of an edge list as an int: an integer, or a whole number (no truncation)."""
+    node = _whole(value)
+    if node is None:
+        raise ValueError(
+            f"The edge {edge!r} names node {value!r}: an edge list takes integer node ids "
+            "(the columns 0..n_features-1, then the hidden nodes); to name nodes use a "
+            "Newick string or a networkx graph."
+        )
+    return node
 
 
 class LatentTree:
@@ -81,7 +90,14 @@ class LatentTree:
 
     def __init__(self, edges, n_observed, root=None, feature_names=None):
         edges = [(_node_id(u, (u, v)), _node_id(v, (u, v))) for u, v in edges]
-        n_observed = int(n_observed)
+        if _whole(n_observed) is None or (root is not None and _whole(root) is None):
+            what, value = (
+                ("n_observed", n_observed) if _whole(n_observed) is None else ("root", root)
+            )
+            raise ValueError(
+                f"{what} must be a whole number (a count or a node id), got {value!r}."
+            )
+        n_observed = _whole(n_observed)
         if n_observed < 1:
             raise ValueError(f"A latent tree needs at least one observed node, got {n_observed}.")
         nodes = {u for e in edges for u in e} | set(range(n_observed))
@@ -137,7 +153,7 @@ class LatentTree:
                     f"{len(feature_names)} feature names for {n_observed} observed nodes."
                 )
         self.feature_names = feature_names
-        self._set_root(self._default_root() if root is None else int(root))
+        self._set_root(self._default_root() if root is None else _whole(root))
 
     # ------------------------------------------------------------------ structure
     @property
@@ -341,12 +357,15 @@ class LatentTree:
         return cls(edges, n_observed, **kwargs)
 
     @classmethod
-    def from_newick(cls, newick, feature_names=None):
+    def from_newick(cls, newick, feature_names=None, n_observed=None):
         """Parse a Newick string.
 
         Leaves (and labelled internal nodes) whose label is one of ``feature_names`` (or,
         without ``feature_names``, a column index) become observed nodes; unlabelled internal
-        nodes become hidden nodes. Branch lengths are accepted and ignored.
+        nodes become hidden nodes. Branch lengths are accepted and ignored. Without
+        ``feature_names`` the columns are ``0..d-1`` up to the largest leaf label, or up to
+        ``n_observed - 1`` when it is given: an internal node labelled with a larger column
+        (``"(0,1)2;"``, a Chow-Liu tree of three columns) is then observed, not hidden.
 
         Examples
         --------
@@ -369,6 +388,8 @@ class LatentTree:
                     "columns of a DataFrame), or label the leaves 0..d-1."
                 )
             n_obs = max((int(lab) for lab in numeric), default=-1) + 1
+            if n_observed is not None:
+                n_obs = max(n_obs, int(n_observed))
             index = {str(i): i for i in range(n_obs)}
             names = None
         n_observed = len(index)
@@ -452,10 +473,11 @@ class LatentTree:
             for u in nodes:
                 attrs = data.get(u, {})
                 label = None if attrs.get("hidden") else attrs.get("label")
-                if str(u) in index:
-                    mapping[u] = index[str(u)]
-                elif label is not None and str(label) in index:
+                # the label first: to_networkx's node 0 labelled "1" is the column "1"
+                if label is not None and str(label) in index:
                     mapping[u] = index[str(label)]
+                elif not attrs.get("hidden") and str(u) in index:
+                    mapping[u] = index[str(u)]
                 else:
                     mapping[u] = nxt
                     nxt += 1
@@ -470,8 +492,11 @@ class LatentTree:
             mapping = {u: int(u) for u in nodes}
             names = None
             hidden_attr = {u for u, d in data.items() if d.get("hidden")}
-            if hidden_attr:
-                n_observed = min(hidden_attr)
+            flagged = all("hidden" in data.get(u, {}) for u in nodes)
+            if hidden_attr or (flagged and nodes):
+                # a graph of to_networkx: its observed nodes are 0..d-1, wherever they
+                # sit (a Chow-Liu tree's columns are inner nodes too)
+                n_observed = min(hidden_attr) if hidden_attr else len(nodes)
                 labels = [data.get(u, {}).get("label") for u in range(n_observed)]
                 # the names of to_networkx's graph (positions as labels are no names)
                 if all(label is not None for label in labels) and any(
@@ -519,7 +544,9 @@ class LatentTree:
             names = feature_names
             if names is not None and _newick_labels_are_indices(tree, names):
                 names = None  # leaves labelled 0..d-1 address the columns by position
-            out = cls.from_newick(tree, feature_names=names)
+            out = cls.from_newick(
+                tree, feature_names=names, n_observed=n_features if names is None else None
+            )
         elif hasattr(tree, "edges") and hasattr(tree, "nodes"):
             names = feature_names
             if names is not None and not any(str(u) in set(map(str, names)) for u in tree.nodes):

@@ -90,6 +90,7 @@ from .validation import (
     check_frame_dtypes,
     extension_columns_as_objects,
     is_dask_collection,
+    mean_score,
     reset_fitted_state,
 )
 
@@ -637,15 +638,7 @@ class BaseLatentTree(
         -------
         float
         """
-        values = self.score_samples(X)
-        if sample_weight is None:
-            return float(np.mean(values))
-        sample_weight = check_sample_weight(
-            sample_weight, values.reshape(-1, 1), dtype=float, ensure_non_negative=True
-        )
-        if sample_weight.sum() <= 0:
-            raise ValueError("sample_weight sums to zero: the weighted mean is undefined.")
-        return float(np.average(values, weights=sample_weight))
+        return mean_score(self.score_samples(X), sample_weight)
 
     def _shared_params(self):
         """Parameters that make per-class models of a classifier share this fit's tree

@@ -51,7 +51,13 @@ from .._engine.user_frames import user_stacklevel
 from .._engine.workers import run_in_workers, worth_workers
 from .selection import grow
 from .sklearn_internals import Interval, StrOptions, check_sample_weight
-from .validation import as_fitted_frame, check_frame_dtypes, reset_fitted_state, target_index
+from .validation import (
+    as_fitted_frame,
+    check_frame_dtypes,
+    mean_score,
+    reset_fitted_state,
+    target_index,
+)
 
 __all__ = ["GaussianLatentTree"]
 
@@ -586,7 +592,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
 
     def score(self, X, y=None, sample_weight=None):
         """Mean log-density per row (weighted by ``sample_weight``)."""
-        return float(np.average(self.score_samples(X), weights=sample_weight))
+        return mean_score(self.score_samples(X), sample_weight)
 
     def bic(self, X):
         """Bayesian information criterion on ``X`` (lower is better)."""

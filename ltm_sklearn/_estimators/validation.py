@@ -8,12 +8,15 @@ from numbers import Integral
 import numpy as np
 import pandas as pd
 
+from .sklearn_internals import check_sample_weight
+
 __all__ = [
     "reset_fitted_state",
     "is_dask_collection",
     "target_index",
     "check_frame_dtypes",
     "as_fitted_frame",
+    "mean_score",
 ]
 
 #: private state of a fit, beside its public attributes (names with a trailing underscore)
@@ -57,7 +60,10 @@ def target_index(estimator, target):
         if names is None or target not in list(names):
             raise ValueError(f"Unknown target column {target!r}.")
         return int(list(names).index(target))
-    if not isinstance(target, (Integral, np.integer)) or not 0 <= target < n_features:
+    is_index = isinstance(target, (Integral, np.integer)) and not isinstance(
+        target, (bool, np.bool_)
+    )
+    if not is_index or not 0 <= target < n_features:
         raise ValueError(
             f"target must be a column index in [0, {n_features}) or a feature name, got {target!r}."
         )
@@ -110,3 +116,16 @@ def as_fitted_frame(estimator, values):
     if names is None:
         return values
     return pd.DataFrame(values, columns=list(names)).infer_objects()
+
+
+def mean_score(values, sample_weight=None):
+    """The mean of the per-row scores ``values``, weighted by ``sample_weight``
+    (validated: non-negative, one per row, not all zero): what ``score`` returns."""
+    if sample_weight is None:
+        return float(np.mean(values))
+    sample_weight = check_sample_weight(
+        sample_weight, values.reshape(-1, 1), dtype=float, ensure_non_negative=True
+    )
+    if sample_weight.sum() <= 0:
+        raise ValueError("sample_weight sums to zero: the weighted mean is undefined.")
+    return float(np.average(values, weights=sample_weight))
