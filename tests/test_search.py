@@ -304,3 +304,12 @@ def test_censored_check_keeps_the_search_against_a_much_longer_clnj_tree():
     assert robinson_foulds(residual_only, local) == 0
     with pytest.raises(ValueError, match="censored_max_excess"):
         learn_tree(D, "me", n_samples=10_000, censored_max_excess=-0.1)
+
+
+def test_the_search_checks_its_start_and_keeps_its_names():
+    D = np.array([[0, 2, 5, 5], [2, 0, 5, 5], [5, 5, 0, 2], [5, 5, 2, 0]], float)
+    named = LatentTree([(0, 4), (2, 4), (1, 5), (3, 5), (4, 5)], 4, feature_names=list("abcd"))
+    assert minimum_evolution_search(D, named).feature_names == list("abcd")
+    D5 = np.ones((5, 5)) - np.eye(5)
+    with pytest.raises(ValueError, match="start has 4 observed nodes but D is 5 x 5"):
+        minimum_evolution_search(D5, named)

@@ -664,6 +664,10 @@ class LatentTree:
         )
 
     def __eq__(self, other):
+        """Equal edge lists (the same numbering of the hidden nodes) over the same
+        columns; the feature names are not compared. Two numberings of one topology
+        (a tree and its Newick round trip) differ here: compare topologies with
+        :func:`ltm_sklearn.metrics.robinson_foulds` (0 for the same one)."""
         return (
             isinstance(other, LatentTree)
             and self.n_observed == other.n_observed

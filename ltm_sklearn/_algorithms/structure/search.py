@@ -424,12 +424,19 @@ def minimum_evolution_search(
         Farthest regraft in edges (0: interchanges only).
     verbose : int, default=0
         Print the length after every round.
+    feature_names : list of str, default=None
+        Names of the observed variables (``None``: those of ``start``, if any).
 
     Returns
     -------
     LatentTree
         A tree no single NNI, nor SPR within ``spr_radius``, shortens (unless
         ``max_rounds`` ran out).
+
+    Raises
+    ------
+    ValueError
+        If ``start`` has another number of observed variables than ``D`` has rows.
 
     Examples
     --------
@@ -444,6 +451,13 @@ def minimum_evolution_search(
     d = D.shape[0]
     if start is None:
         start = bionj(D, feature_names=feature_names)
+    elif start.n_observed != d:
+        raise ValueError(
+            f"start has {start.n_observed} observed nodes but D is {d} x {d}: the start "
+            "tree's leaves must be D's rows."
+        )
+    if feature_names is None:
+        feature_names = start.feature_names
     if d <= 3:
         return start
     _check_binary(start)
