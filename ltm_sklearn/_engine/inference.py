@@ -306,11 +306,15 @@ def _rows(n, n_jobs, block_rows=BLOCK_ROWS):
     )
 
 
-def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, dtype, *args):
+def _map_blocks(
+    func, evidence, weights, n_jobs, tree, root_marginal, cpts, dtype, *args, fold=list
+):
     """``func(block evidence, block weights, plan, stacked tables, *args)`` over row
     blocks, in threads with ``n_jobs``; BLAS single-threaded, so the blocks share the
     cores instead of oversubscribing them. ``cpts`` is a dict node -> table, or a
-    :class:`StackedTables`."""
+    :class:`StackedTables`. ``fold`` reads the blocks' results in the order of the
+    blocks, as they come (default: their list); a sum of them folded as they come holds
+    a few blocks' results at a time, not every block's."""
     if not isinstance(cpts, StackedTables):
         cpts = stacked_tables(tree, root_marginal, cpts, dtype)
     plan = cpts.plan
@@ -323,8 +327,9 @@ def _map_blocks(func, evidence, weights, n_jobs, tree, root_marginal, cpts, dtyp
 
     with single_threaded_blas():
         if jobs == 1 or len(blocks) == 1:
-            return [call(s) for s in blocks]
-        return list(_block_pool(jobs).map(call, blocks))
+            return fold(call(s) for s in blocks)
+        # map's results are dropped as they are read: the threads run ahead by a few
+        return fold(_block_pool(jobs).map(call, blocks))
 
 
 @functools.lru_cache(maxsize=4)
@@ -553,16 +558,26 @@ def expected_counts_stacked(tree, root_marginal, tables, evidence, weights, n_jo
     (:class:`StackedTables`): returns ``loglik, root_counts, counts`` with ``counts`` as
     ``tables.shapes``."""
     weights = np.asarray(weights, dtype=float)
-    parts = _map_blocks(
-        _counts_block, evidence, weights, n_jobs, tree, root_marginal, tables, dtype
-    )
-    if len(parts) == 1:
-        loglik, root_counts, counts = parts[0]
-    else:
-        loglik = np.concatenate([p[0] for p in parts])
-        root_counts = sum(p[1] for p in parts)
-        counts = [sum(p[2][g] for p in parts) for g in range(len(parts[0][2]))]
+    loglik, root_counts, counts = _map_blocks(
+        _counts_block, evidence, weights, n_jobs, tree, root_marginal, tables, dtype,
+        fold=_sum_counts,
+    )  # fmt: skip
     return loglik, root_counts, tables.join(counts)
+
+
+def _sum_counts(parts):
+    """The rows' log-likelihoods and the counts of the blocks ``parts`` (in order),
+    summed block after block as they come (a block's counts are as large as the tables:
+    kept for every block, 200,000 rows at k' = 150 over 100 columns held 7 GB)."""
+    logliks, root_counts, counts = [], None, None
+    for loglik, root, block in parts:
+        logliks.append(loglik)
+        if counts is None:
+            root_counts, counts = root, list(block)
+        else:
+            root_counts = root_counts + root
+            counts = [a + b for a, b in zip(counts, block)]
+    return np.concatenate(logliks) if len(logliks) > 1 else logliks[0], root_counts, counts
 
 
 def expected_counts(tree, root_marginal, cpts, evidence, weights, n_jobs=None, dtype=np.float64):
