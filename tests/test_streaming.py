@@ -174,6 +174,21 @@ def test_dask_fit_on_a_local_cluster_equals_the_in_memory_fit(Est, data, client)
     np.testing.assert_allclose(arr.score_samples(T), ref.score_samples(test), atol=1e-8)
 
 
+def test_queries_and_partial_fit_refuse_a_dask_collection(data):
+    # read as an array a Dask frame loses its column names: a frame with its columns in
+    # another order would be scored unchecked
+    dd = pytest.importorskip("dask.dataframe")
+    X, _ = data
+    frame = pd.DataFrame(X[:600], columns=[f"c{j}" for j in range(X.shape[1])])
+    est = SpectralLatentTree(2, random_state=0).fit(frame)
+    lazy = dd.from_pandas(frame[frame.columns[::-1]], npartitions=2)
+    for query in (est.score, est.score_samples, est.predict_proba):
+        with pytest.raises(TypeError, match="reads a Dask collection in fit only"):
+            query(lazy)
+    with pytest.raises(TypeError, match="reads a Dask collection in fit only"):
+        SpectralLatentTree(2).partial_fit(lazy)
+
+
 def test_dask_beyond_the_sample_runs_em_on_every_partition(data, client, monkeypatch):
     import dask.array as da
 

@@ -7,7 +7,9 @@ import time
 
 import numpy as np
 import pytest
+from sklearn.utils._param_validation import InvalidParameterError
 
+from ltm_sklearn import GaussianLatentTree, LatentTreeClassifier, SpectralLatentTree
 from ltm_sklearn._engine import threads, workers
 from ltm_sklearn._engine.threads import block_threads
 
@@ -172,3 +174,14 @@ def test_the_limit_of_threads_holds_in_its_own_thread_only():
         t.join()
         assert block_threads(None) == 1
     assert seen["other"] == block_threads(None)
+
+
+def test_n_jobs_beyond_the_cores_gets_the_cores_and_zero_is_refused():
+    cores = workers.cpu_count()
+    assert block_threads(1000) == cores and block_threads(-1) == cores and block_threads(1) == 1
+    X = np.random.default_rng(0).integers(0, 2, (40, 4))
+    for est in (SpectralLatentTree(n_jobs=0), GaussianLatentTree(n_jobs=0)):
+        with pytest.raises(InvalidParameterError, match="n_jobs"):
+            est.fit(X)
+    with pytest.raises(InvalidParameterError, match="n_jobs"):
+        LatentTreeClassifier(n_jobs=0).fit(X, np.r_[np.zeros(20), np.ones(20)])

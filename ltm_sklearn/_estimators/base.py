@@ -84,13 +84,20 @@ from .fits import (
 )
 from .partial_fit import PartialFitMixin
 from .queries import QueryMixin
-from .sklearn_internals import Interval, StrOptions, check_sample_weight, fit_context
+from .sklearn_internals import (
+    N_JOBS_CONSTRAINT,
+    Interval,
+    StrOptions,
+    check_sample_weight,
+    fit_context,
+)
 from .structures import StructureMixin
 from .validation import (
     check_frame_dtypes,
     extension_columns_as_objects,
     is_dask_collection,
     mean_score,
+    refuse_dask,
     reset_fitted_state,
 )
 
@@ -154,7 +161,7 @@ class BaseLatentTree(
         "min_state_rows": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "n_jobs": [None, Integral],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -203,6 +210,7 @@ class BaseLatentTree(
     _allowed_kinds = "biufOSUb"
 
     def _validate_X(self, X, reset):
+        refuse_dask(X, type(self).__name__)
         check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
         return validate_data(
             self,

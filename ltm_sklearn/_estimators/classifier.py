@@ -41,6 +41,7 @@ from .calibration import choose_pool, pooled_log_posterior, tempered_log_posteri
 from .kernel import KernelLatentTree
 from .selection import MIN_SPLIT_WEIGHT, TIE_TOL, VALIDATION_SHARE, best_key, paired_se
 from .sklearn_internals import (
+    N_JOBS_CONSTRAINT,
     HasMethods,
     Interval,
     StrOptions,
@@ -50,7 +51,7 @@ from .sklearn_internals import (
 )
 from .spectral import SpectralLatentTree
 from .structures import AUTO_HIDDEN_STATES, estimable_states, most_estimable_states
-from .validation import reset_fitted_state
+from .validation import refuse_dask, reset_fitted_state
 
 __all__ = ["LatentTreeClassifier"]
 
@@ -283,7 +284,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         "n_hidden_states": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
         "calibrate": ["boolean"],
         "random_state": ["random_state"],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS_CONSTRAINT,
     }
 
     def __init__(
@@ -955,6 +956,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _validated(self, X):
         check_is_fitted(self)
+        refuse_dask(X, type(self).__name__)
         if isinstance(X, pd.DataFrame):
             validate_data(self, X, skip_check_array=True, reset=False)
             return X

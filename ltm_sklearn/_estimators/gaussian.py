@@ -50,11 +50,12 @@ from .._engine.tree import LatentTree
 from .._engine.user_frames import user_stacklevel
 from .._engine.workers import run_in_workers, worth_workers
 from .selection import grow
-from .sklearn_internals import Interval, StrOptions, check_sample_weight
+from .sklearn_internals import N_JOBS_CONSTRAINT, Interval, StrOptions, check_sample_weight
 from .validation import (
     as_fitted_frame,
     check_frame_dtypes,
     mean_score,
+    refuse_dask,
     reset_fitted_state,
     target_index,
 )
@@ -240,7 +241,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "reg_covar": [Interval(Real, 0, None, closed="neither")],
         "margins": [StrOptions({"auto", "yeo-johnson", "none"})],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -272,6 +273,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate_X(self, X, reset):
+        refuse_dask(X, type(self).__name__)
         check_frame_dtypes(X, "biuf", type(self).__name__)
         X = validate_data(
             self,

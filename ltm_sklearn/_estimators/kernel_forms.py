@@ -25,7 +25,7 @@ from .._engine.tree import LatentTree
 from .gaussian import GaussianLatentTree
 from .selection import MIN_SPLIT_WEIGHT, TIE_TOL, NoHeldOutRows, held_out_split
 from .sklearn_internals import available_if, check_sample_weight, safe_indexing
-from .validation import as_fitted_frame
+from .validation import as_fitted_frame, refuse_dask
 
 __all__ = ["GaussianFormMixin", "answered_by_gaussian_form"]
 
@@ -231,4 +231,5 @@ class GaussianFormMixin:
 
     def _gaussian_rows(self, X):
         """``X`` validated against the fit, as floats (what ``gaussian_model_`` reads)."""
+        refuse_dask(X, type(self).__name__)
         return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite="allow-nan")

@@ -8,6 +8,8 @@ here alone.
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils import _safe_indexing
@@ -16,6 +18,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _check_sample_weight
 
 __all__ = [
+    "N_JOBS_CONSTRAINT",
     "HasMethods",
     "Interval",
     "StrOptions",
@@ -27,6 +30,14 @@ __all__ = [
 
 fit_context = _fit_context
 safe_indexing = _safe_indexing
+
+#: ``n_jobs`` as joblib reads it: None, a positive count, or -1, -2, ... (all the cores,
+#: all but one, ...); 0 means nothing
+N_JOBS_CONSTRAINT = [
+    None,
+    Interval(Integral, 1, None, closed="left"),
+    Interval(Integral, None, -1, closed="right"),
+]
 
 #: the largest row weight: the message passes run in single precision (up to 3.4e38),
 #: where a weight enters a posterior divided by its row's probability

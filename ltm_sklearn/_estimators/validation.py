@@ -17,6 +17,7 @@ __all__ = [
     "check_frame_dtypes",
     "as_fitted_frame",
     "mean_score",
+    "refuse_dask",
 ]
 
 #: private state of a fit, beside its public attributes (names with a trailing underscore)
@@ -50,6 +51,19 @@ def reset_fitted_state(est, names=None):
 def is_dask_collection(X):
     """Whether ``X`` is a Dask array or DataFrame (without importing Dask)."""
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "to_delayed")
+
+
+def refuse_dask(X, estimator):
+    """A clear error for a Dask collection where the estimator reads rows in memory
+    (scores, queries, ``partial_fit``): read as an array it would lose its column names
+    (a frame with its columns in another order would be scored unchecked) and be pulled
+    into this process whole."""
+    if is_dask_collection(X):
+        raise TypeError(
+            f"{estimator} reads a Dask collection in fit only (its moments in passes over "
+            "the partitions). Here it reads rows in memory: compute them first (e.g. "
+            "X.compute(), or one partition at a time: X.partitions[i].compute())."
+        )
 
 
 def target_index(estimator, target):
