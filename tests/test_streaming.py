@@ -174,6 +174,18 @@ def test_dask_fit_on_a_local_cluster_equals_the_in_memory_fit(Est, data, client)
     np.testing.assert_allclose(arr.score_samples(T), ref.score_samples(test), atol=1e-8)
 
 
+def test_dask_fit_keeps_declared_categories_as_fit_does(data):
+    dd = pytest.importorskip("dask.dataframe")
+    X, _ = data
+    declared = pd.CategoricalDtype([0, 1, 2, 3, 9])  # 9 never occurs
+    frame = pd.DataFrame(X[:1500], columns=[f"c{j}" for j in range(X.shape[1])])
+    frame = frame.astype(declared)
+    ref = SpectralLatentTree(2, random_state=0).fit(frame)
+    est = SpectralLatentTree(2, random_state=0).fit(dd.from_pandas(frame, npartitions=3))
+    assert est.categories_ == ref.categories_ and 9 in est.categories_[0]
+    np.testing.assert_allclose(est.score_samples(frame), ref.score_samples(frame), atol=1e-8)
+
+
 def test_queries_and_partial_fit_refuse_a_dask_collection(data):
     # read as an array a Dask frame loses its column names: a frame with its columns in
     # another order would be scored unchecked

@@ -28,6 +28,7 @@ import copy
 import hashlib
 
 import numpy as np
+import pandas as pd
 from sklearn.utils import check_random_state
 
 from .._algorithms.em import unique_rows
@@ -251,6 +252,22 @@ class DaskEStep:
         return total
 
 
+def _declared(X):
+    """The declared categories of a Dask DataFrame's categorical columns whose categories
+    are known (``None`` for the other columns; ``None`` when there are none): kept,
+    observed or not, as ``fit`` keeps pandas' declared categories."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "columns"):
+        return None
+    declared = [
+        list(dtype.categories)
+        if isinstance(dtype, pd.CategoricalDtype) and X[c].cat.known
+        else None
+        for c, dtype in dtypes.items()
+    ]
+    return declared if any(c is not None for c in declared) else None
+
+
 def dask_moments(X, categories="auto", random_state=None, n_jobs=None):
     """Statistics of a Dask collection, computed on the active scheduler.
 
@@ -278,7 +295,7 @@ def dask_moments(X, categories="auto", random_state=None, n_jobs=None):
     task = dask.delayed(_values, pure=True)
     ((values, lengths),) = dask.compute(_tree_reduce([task(b, d) for b in blocks], _union))
     stats = _seeded(values, 0, 0)
-    given = "auto" if isinstance(categories, str) else categories
+    given = (_declared(X) or "auto") if isinstance(categories, str) else categories
     encoder, perms = stats.final_encoder(given, names)
     final = [list(c) for c in encoder.categories_]
     # pass 2: pair statistics and the sample, in the final codes
