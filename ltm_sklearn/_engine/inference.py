@@ -568,7 +568,8 @@ def expected_counts_stacked(tree, root_marginal, tables, evidence, weights, n_jo
 def _sum_counts(parts):
     """The rows' log-likelihoods and the counts of the blocks ``parts`` (in order),
     summed block after block as they come (a block's counts are as large as the tables:
-    kept for every block, 200,000 rows at k' = 150 over 100 columns held 7 GB)."""
+    kept for every block, a fit at k' = 150 over 100 columns peaked at 2.1 GB on 40,000
+    rows, against 0.8 GB summed as they come)."""
     logliks, root_counts, counts = [], None, None
     for loglik, root, block in parts:
         logliks.append(loglik)
