@@ -1,6 +1,7 @@
 """Hidden nodes with their own numbers of states: ``prune_states`` and ``min_state_rows``."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -9,6 +10,8 @@ from sklearn.utils._param_validation import InvalidParameterError
 from ltm_sklearn import LatentTree, SpectralLatentTree
 from ltm_sklearn._algorithms.em import average_members, node_marginals
 from ltm_sklearn._algorithms.hidden_states import hidden_state_counts, prune_states
+from ltm_sklearn._engine.moments import MomentEstimator
+from ltm_sklearn._estimators.fits import TABLE_MEMORY
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
 
 
@@ -164,3 +167,13 @@ def test_negative_threshold_is_refused():
     truth, X = _rows()
     with pytest.raises(InvalidParameterError, match="min_state_rows"):
         SpectralLatentTree(2, min_state_rows=-1.0).fit(X)
+
+
+def test_too_many_states_for_the_memory_budget_name_the_most_that_fit():
+    X = np.random.default_rng(0).integers(0, 4, (300, 200))
+    est = SpectralLatentTree(1000, structure="hclt")
+    with pytest.raises(ValueError, match=r"at most n_hidden_states=(\d+) fits") as info:
+        est.fit(X)
+    most = int(re.search(r"at most n_hidden_states=(\d+)", str(info.value)).group(1))
+    moments = MomentEstimator(X.T.astype(np.int64), np.full(200, 4))
+    assert est._table_bytes(moments, most) <= TABLE_MEMORY < est._table_bytes(moments, most + 1)

@@ -186,6 +186,16 @@ def test_dask_fit_keeps_declared_categories_as_fit_does(data):
     np.testing.assert_allclose(est.score_samples(frame), ref.score_samples(frame), atol=1e-8)
 
 
+def test_a_dask_fit_checks_the_columns_dtypes_as_fit_does(data):
+    dd = pytest.importorskip("dask.dataframe")
+    X, _ = data
+    frame = pd.DataFrame(X[:300], columns=[f"c{j}" for j in range(X.shape[1])])
+    dated = frame.assign(t=pd.Timestamp("2020-01-01"))
+    for source in (dated, dd.from_pandas(dated, npartitions=2)):
+        with pytest.raises(TypeError, match="cannot read column 't' of dtype datetime64"):
+            SpectralLatentTree(2).fit(source)
+
+
 def test_queries_and_partial_fit_refuse_a_dask_collection(data):
     # read as an array a Dask frame loses its column names: a frame with its columns in
     # another order would be scored unchecked

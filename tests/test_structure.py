@@ -391,3 +391,12 @@ def test_hclt_structure_recovers_an_hclt_shaped_truth():
     est = SpectralLatentTree(3, structure="hclt", random_state=0).fit(X)
     assert robinson_foulds(est.tree_, truth.tree) == 0
     assert len(est.tree_.hidden_nodes) == 8
+
+
+def test_learn_tree_checks_the_distances_for_every_method_and_size():
+    for method in ("star", "nj"):
+        with pytest.raises(ValueError, match="square matrix"):
+            learn_tree(np.ones((3, 5)), method)
+        with pytest.raises(ValueError, match="non-finite"):
+            learn_tree(np.full((3, 3), np.nan), method)
+    assert learn_tree(np.ones((3, 3)) - np.eye(3), "star").to_newick() == "(0,1,2);"

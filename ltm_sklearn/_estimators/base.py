@@ -252,6 +252,7 @@ class BaseLatentTree(
         """
         reset_fitted_state(self)
         if is_dask_collection(X):
+            check_frame_dtypes(X, self._allowed_kinds, type(self).__name__)
             if sample_weight is not None:
                 raise ValueError(
                     "sample_weight is not supported with Dask input; fit in memory, or repeat rows."

@@ -205,8 +205,18 @@ class StructureMixin:
         need = self._table_bytes(moments, k * m)
         if need > TABLE_MEMORY:
             members = f" with n_members={m}" if m > 1 else ""
+            # the most states within the budget (the tables grow with k'^2: a bisection)
+            low, high = 0, k
+            while high - low > 1:
+                mid = (low + high) // 2
+                low, high = (
+                    (mid, high)
+                    if self._table_bytes(moments, mid * m) <= TABLE_MEMORY
+                    else (low, mid)
+                )
+            fits = f"at most n_hidden_states={low} fits" if low else "no number of states fits"
             raise ValueError(
                 f"n_hidden_states={k}{members} needs about {need / 2**30:.1f} GiB of tables for "
                 f"{len(moments.n_states)} columns (the limit is {TABLE_MEMORY / 2**30:.0f} "
-                "GiB); use fewer hidden states or n_hidden_states='auto'."
+                f"GiB): {fits}{members}; or use n_hidden_states='auto'."
             )

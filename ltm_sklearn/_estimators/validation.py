@@ -85,8 +85,9 @@ def target_index(estimator, target):
 
 
 def check_frame_dtypes(X, allowed, estimator):
-    """Reject DataFrame columns whose dtype the estimator cannot read, naming them."""
-    if not isinstance(X, pd.DataFrame):
+    """Reject DataFrame columns (pandas or Dask) whose dtype the estimator cannot read,
+    naming them."""
+    if not (isinstance(X, pd.DataFrame) or (is_dask_collection(X) and hasattr(X, "columns"))):
         return
     for name, dtype in X.dtypes.items():
         kind = getattr(dtype, "kind", "O")

@@ -9,6 +9,7 @@ from ..._engine.threads import single_threaded_blas
 from ..._engine.tree import LatentTree
 from .censored import censored_residual
 from .chow_liu import clnj, clrg
+from .distances import check_distance_matrix
 from .nj import neighbor_joining
 from .rg import recursive_grouping
 from .search import binary_leaf_tree, bionj, bme_length, minimum_evolution_search
@@ -121,6 +122,8 @@ def learn_tree(
             f"learn_tree works from distances with one of {DISTANCE_METHODS}, got {method!r}"
             " (quartet trees need 4-way moments: see structure.quartet.learn_tree_quartets)."
         )
+    # every method, the star and trees of 3 columns too, reads a valid matrix
+    D = check_distance_matrix(D)
     d = D.shape[0]
     if method == "star" or d <= 3:
         return LatentTree.star(d, feature_names=feature_names)
