@@ -62,13 +62,12 @@ def row_values(X):
            [nan,  0.]])
     """
     if isinstance(X, pd.DataFrame):
-        columns = [X.iloc[:, j] for j in range(X.shape[1])]
+        # extension dtypes (categorical, nullable) as their values
         columns = [
             c.to_numpy()
             if isinstance(c.dtype, np.dtype) and c.dtype.kind in "biuf"
-            # extension dtypes (categorical, nullable) as their values
             else c.to_numpy(dtype=object)
-            for c in columns
+            for c in (X.iloc[:, j] for j in range(X.shape[1]))
         ]
     else:
         X = np.asarray(X) if isinstance(X, np.ndarray) else np.asarray(X, dtype=object)

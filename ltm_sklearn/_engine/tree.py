@@ -90,13 +90,11 @@ class LatentTree:
 
     def __init__(self, edges, n_observed, root=None, feature_names=None):
         edges = [(_node_id(u, (u, v)), _node_id(v, (u, v))) for u, v in edges]
-        if _whole(n_observed) is None or (root is not None and _whole(root) is None):
-            what, value = (
-                ("n_observed", n_observed) if _whole(n_observed) is None else ("root", root)
-            )
-            raise ValueError(
-                f"{what} must be a whole number (a count or a node id), got {value!r}."
-            )
+        for what, value in (("n_observed", n_observed), ("root", root)):
+            if value is not None and _whole(value) is None:
+                raise ValueError(
+                    f"{what} must be a whole number (a count or a node id), got {value!r}."
+                )
         n_observed = _whole(n_observed)
         if n_observed < 1:
             raise ValueError(f"A latent tree needs at least one observed node, got {n_observed}.")
