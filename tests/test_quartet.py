@@ -269,3 +269,19 @@ def test_quartet_insertion_searches_near_the_nearest_column():
     tree, _ = learn_tree_quartets(moments, 2)
     # searching the whole tree from its centroid got every split wrong here (RF 190)
     assert robinson_foulds(tree, model.tree) == 0
+
+
+@pytest.mark.parametrize(
+    "table, kwargs, match",
+    [
+        (np.full((2, 2, 2, 2), np.nan), {}, "NaN or infinite"),
+        (np.zeros((0, 2, 2, 2)), {}, "non-empty"),
+        (np.ones((2, 2, 2, 2)), {"rank": -1}, "rank must be"),
+        (np.ones((2, 2, 2, 2)), {"rank": 1.5}, "rank must be"),
+        (np.ones((2, 2, 2, 2)), {"tol": -1.0}, "tol must be"),
+        (np.ones((2, 2, 2)), {}, "4-way"),
+    ],
+)
+def test_quartet_test_names_bad_input(table, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        quartet_test(table, **kwargs)

@@ -313,3 +313,11 @@ def test_the_search_checks_its_start_and_keeps_its_names():
     D5 = np.ones((5, 5)) - np.eye(5)
     with pytest.raises(ValueError, match="start has 4 observed nodes but D is 5 x 5"):
         minimum_evolution_search(D5, named)
+
+
+def test_bme_length_checks_the_distances_against_the_tree():
+    tree = balanced_binary_tree(4)
+    with pytest.raises(ValueError, match="the tree has 4 observed nodes"):
+        bme_length(tree, np.ones((5, 5)) - np.eye(5))
+    with pytest.raises(ValueError, match="non-finite"):
+        bme_length(tree, np.full((4, 4), np.nan))

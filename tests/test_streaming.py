@@ -311,3 +311,12 @@ def test_a_batch_whose_values_read_as_earlier_categories_of_another_type_warns()
         warnings.simplefilter("error")  # the same types again, or mixed within one batch
         est.partial_fit(X[:10])
         SpectralLatentTree(2, random_state=0).partial_fit(np.r_[X, X.astype(str)].astype(object))
+
+
+def test_an_empty_batch_is_refused_and_leaves_the_model_as_it_was(data):
+    X, T = data
+    est = SpectralLatentTree(2, random_state=0).partial_fit(X[:500])
+    before = est.score_samples(T)
+    with pytest.raises(ValueError, match="0 sample"):
+        est.partial_fit(X[:0])
+    np.testing.assert_array_equal(est.score_samples(T), before)

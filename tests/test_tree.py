@@ -262,3 +262,14 @@ def test_counts_and_roots_that_are_not_whole_numbers_are_refused():
     with pytest.raises(ValueError, match="root must be a whole number"):
         LatentTree(edges, 2, root=1.5)
     assert LatentTree(edges, 2.0, root=np.int64(2)).root == 2
+
+
+def test_equality_compares_the_feature_names():
+    edges = [(3, 0), (3, 1), (3, 2)]
+    named = LatentTree(edges, 3, feature_names=["a", "b", "c"])
+    assert named == LatentTree(edges, 3, feature_names=("a", "b", "c"))
+    # the same numbering over other columns is another model of the table
+    assert named != LatentTree(edges, 3, feature_names=["b", "a", "c"])
+    assert named != LatentTree(edges, 3)
+    assert LatentTree(edges, 3) == LatentTree(edges, 3)
+    assert hash(named) == hash(LatentTree(edges, 3, feature_names=["a", "b", "c"]))

@@ -663,13 +663,15 @@ class LatentTree:
 
     def __eq__(self, other):
         """Equal edge lists (the same numbering of the hidden nodes) over the same
-        columns; the feature names are not compared. Two numberings of one topology
-        (a tree and its Newick round trip) differ here: compare topologies with
+        columns, with the same feature names (or none on both): node ``j`` is the same
+        column in both. Two numberings of one topology (a tree and its Newick round
+        trip) differ here: compare topologies with
         :func:`ltm_sklearn.metrics.robinson_foulds` (0 for the same one)."""
         return (
             isinstance(other, LatentTree)
             and self.n_observed == other.n_observed
             and self.edges == other.edges
+            and _names(self) == _names(other)
         )
 
     def __hash__(self):
@@ -680,6 +682,10 @@ class LatentTree:
         state.pop("_hops", None)
         state.pop("_levels", None)
         return state
+
+
+def _names(tree):
+    return None if tree.feature_names is None else tuple(tree.feature_names)
 
 
 # ---------------------------------------------------------------------- Newick helpers

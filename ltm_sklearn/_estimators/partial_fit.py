@@ -75,7 +75,8 @@ class PartialFitMixin:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            A batch, with the columns of the first one.
+            A batch, with the columns of the first one, of at least one row (as in
+            scikit-learn's incremental estimators, an empty batch is an error: skip it).
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None

@@ -106,8 +106,10 @@ def bionj(D, V=None, feature_names=None):
 
 def bme_length(tree, D):
     """Balanced minimum-evolution length ``sum_{i<j} 2^(1 - tau_ij) D_ij`` (Pauplin)."""
-    D = np.asarray(D, dtype=float)
+    D = check_distance_matrix(D)
     d = tree.n_observed
+    if D.shape[0] != d:
+        raise ValueError(f"D is {D.shape[0]} x {D.shape[0]}; the tree has {d} observed nodes.")
     tau = tree.hop_distances()[:d, :d].astype(float)
     W = np.exp2(1.0 - tau)
     np.fill_diagonal(W, 0.0)
