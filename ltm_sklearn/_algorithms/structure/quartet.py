@@ -123,9 +123,7 @@ def quartet_test(table, rank=None, tol=None):
         raise ValueError(f"quartet_test needs a non-empty table, got shape {P.shape}.")
     if not np.all(np.isfinite(P)):
         raise ValueError("quartet_test's table holds NaN or infinite entries.")
-    if rank is not None and (
-        isinstance(rank, bool) or not float(rank).is_integer() or rank < 0
-    ):
+    if rank is not None and (isinstance(rank, bool) or not float(rank).is_integer() or rank < 0):
         raise ValueError(f"rank must be None or a whole number >= 0, got {rank!r}.")
     if tol is not None and not tol >= 0:
         raise ValueError(f"tol must be None or a number >= 0, got {tol!r}.")
