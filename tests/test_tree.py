@@ -273,3 +273,25 @@ def test_equality_compares_the_feature_names():
     assert named != LatentTree(edges, 3)
     assert LatentTree(edges, 3) == LatentTree(edges, 3)
     assert hash(named) == hash(LatentTree(edges, 3, feature_names=["a", "b", "c"]))
+
+
+def test_integer_graph_nodes_are_positions_as_in_an_edge_list():
+    nx = pytest.importorskip("networkx")
+    names = ["2", "0", "1", "3"]  # digit names, not in the order of their positions
+    edges = [(0, 4), (1, 4), (2, 5), (3, 5), (4, 5)]
+    as_list = LatentTree.coerce(edges, 4, feature_names=names)
+    as_graph = LatentTree.coerce(nx.Graph(edges), 4, feature_names=names)
+    assert splits(as_graph) == splits(as_list)
+    assert frozenset({2, 3}) in splits(as_list)  # positions {0, 1} | {2, 3}
+    # text nodes name the columns; the integer nodes beside them are hidden
+    g = nx.Graph([("2", 0), ("0", 0), ("1", 1), ("3", 1), (0, 1)])
+    named = LatentTree.from_networkx(g, feature_names=names)
+    assert named.n_observed == 4 and named.hidden_nodes == [4, 5]
+    assert frozenset({2, 3}) in splits(named)  # columns "2", "0" | "1", "3"
+
+
+def test_newick_comments_are_skipped_and_repeated_names_refused():
+    for text in ("(0[a note],1,2);", "(0,1,2)[a,b];", "(0:0.1[&&NHX:S=x],1,2);"):
+        assert LatentTree.from_newick(text) == LatentTree.from_newick("(0,1,2);")
+    with pytest.raises(ValueError, match=r"Repeated feature names \['a'\]"):
+        LatentTree([(3, 0), (3, 1), (3, 2)], 3, feature_names=["a", "a", "b"])

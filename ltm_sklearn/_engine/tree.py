@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -149,6 +149,11 @@ class LatentTree:
             if len(feature_names) != n_observed:
                 raise ValueError(
                     f"{len(feature_names)} feature names for {n_observed} observed nodes."
+                )
+            repeated = sorted(f for f, c in Counter(feature_names).items() if c > 1)
+            if repeated:
+                raise ValueError(
+                    f"Repeated feature names {repeated}: every column needs its own name."
                 )
         self.feature_names = feature_names
         self._set_root(self._default_root() if root is None else _whole(root))
@@ -455,27 +460,50 @@ class LatentTree:
     def from_networkx(cls, graph, feature_names=None):
         """Build from a networkx graph (or anything with ``.nodes`` and ``.edges``).
 
-        Integer nodes ``0..d-1`` are observed columns; with ``feature_names``, nodes named
-        like a feature, or whose ``label`` attribute is one (the graphs of
-        :meth:`to_networkx`), are observed and every other node is hidden. Without them,
-        the ``label`` attributes of the observed nodes (``hidden`` false) of such a graph
-        are its feature names.
+        Integer nodes ``0..d-1`` are observed columns, by position (as in an edge list);
+        with ``feature_names``, nodes named like a feature (text), or whose ``label``
+        attribute is one (the graphs of :meth:`to_networkx`), are observed and every
+        other node is hidden - integer nodes too, when some node is named. Without
+        them, the ``label`` attributes of the observed nodes (``hidden`` false) of such a
+        graph are its feature names.
         """
         nodes = list(graph.nodes)
         data = dict(graph.nodes(data=True)) if hasattr(graph.nodes, "data") else {}
         if feature_names is not None:
             index = {str(f): i for i, f in enumerate(feature_names)}
             n_observed = len(index)
+
+            # labels that repeat their integer nodes' ids (to_networkx of a tree without
+            # names) are positions, not names
+            labelled = [u for u in nodes if data.get(u, {}).get("label") is not None]
+            labels_name = not all(_is_int(u) and str(data[u]["label"]) == str(u) for u in labelled)
+
+            def name_of(u):
+                attrs = data.get(u, {})
+                if attrs.get("hidden"):
+                    return None
+                # the label first: to_networkx's node 0 labelled "1" is the column "1"
+                label = attrs.get("label")
+                if labels_name and label is not None and str(label) in index:
+                    return str(label)
+                if not _is_int(u) and str(u) in index:
+                    return str(u)
+                return None
+
+            named = {u: name_of(u) for u in nodes}
+            by_position = not any(named.values())
             mapping = {}
             nxt = n_observed
             for u in nodes:
-                attrs = data.get(u, {})
-                label = None if attrs.get("hidden") else attrs.get("label")
-                # the label first: to_networkx's node 0 labelled "1" is the column "1"
-                if label is not None and str(label) in index:
-                    mapping[u] = index[str(label)]
-                elif not attrs.get("hidden") and str(u) in index:
-                    mapping[u] = index[str(u)]
+                if named[u]:
+                    mapping[u] = index[named[u]]
+                elif (
+                    by_position
+                    and _is_int(u)
+                    and 0 <= u < n_observed
+                    and not data.get(u, {}).get("hidden")
+                ):
+                    mapping[u] = int(u)
                 else:
                     mapping[u] = nxt
                     nxt += 1
@@ -684,12 +712,17 @@ class LatentTree:
         return state
 
 
+def _is_int(u):
+    return isinstance(u, (int, np.integer)) and not isinstance(u, bool)
+
+
 def _names(tree):
     return None if tree.feature_names is None else tuple(tree.feature_names)
 
 
 # ---------------------------------------------------------------------- Newick helpers
-_TOKEN = re.compile(r"\s*(\(|\)|,|;|:[^,();]*|'(?:[^']|'')*'|[^,();:\s]+)")
+#: brackets, quoted labels, branch lengths, [comments] (dropped) and plain labels
+_TOKEN = re.compile(r"\s*(\(|\)|,|;|:[^,();\[]*|'(?:[^']|'')*'|\[[^\]]*\]|[^,();:\s\[]+)")
 
 
 def attach_columns(tree, columns, d):
@@ -713,7 +746,7 @@ def attach_columns(tree, columns, d):
 def _parse_newick(text):
     """Parse a Newick string into nested ``{"label", "children"}`` dicts (iteratively, so
     any nesting depth works)."""
-    tokens = [t for t in _TOKEN.findall(text.strip()) if t.strip()]
+    tokens = [t for t in _TOKEN.findall(text.strip()) if t.strip() and not t.startswith("[")]
     if not tokens or tokens[-1] != ";":
         raise ValueError("A Newick string must end with ';'.")
     root = {"label": None, "children": []}

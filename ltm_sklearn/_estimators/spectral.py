@@ -85,9 +85,11 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         ``k'`` inside ``fit`` by held-out likelihood (``n_hidden_states_``,
         ``n_hidden_states_scores_``).
     tree : LatentTree, edge list, Newick string or networkx graph, default=None
-        The latent tree. Observed columns are nodes ``0..n_features-1`` (or feature names
-        in a Newick string / graph), hidden nodes follow; observed variables may be
-        internal nodes. ``None`` learns it from the data with ``structure``.
+        The latent tree. Observed columns are nodes ``0..n_features-1`` by position (the
+        integer nodes of an edge list or graph), or by feature name (a Newick label or a
+        graph's text node or ``label`` attribute that names a column); hidden nodes follow;
+        observed variables may be internal nodes. ``None`` learns it from the data with
+        ``structure``.
     structure : {"auto", "chow_liu", "hclt", "grouped_hclt", "me", "nj", "rg", "clrg", "clnj", \
             "star", "quartet"}, default="auto"
         Structure learning when ``tree=None``. ``"auto"`` fits the candidates ``"me"``,
