@@ -13,6 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 from test_reliability import DISCRETE, sample
 
 from ltm_sklearn import (
+    GaussianLatentTree,
     HierarchicalTensorLTM,
     KernelLatentTree,
     LatentTreeClassifier,
@@ -506,6 +507,22 @@ def test_a_continuous_column_of_few_numbers_is_named_in_a_warning():
         KernelLatentTree(max_iter=5, categorical_features=[1]).fit(X.astype(object))
         X[:, 1] += rng.normal(scale=0.1, size=400)
         KernelLatentTree(max_iter=5).fit(X)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: KernelLatentTree(hidden="gaussian"), lambda: GaussianLatentTree()]
+)
+def test_the_few_numbers_warning_holds_for_the_gaussian_models(make):
+    # a Gaussian density on a column of few numbers is as degenerate as bumps on it
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=300), "rating": rng.integers(0, 4, 300) * 1.0})
+    est = make()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        est.fit(X)
+    about = [str(r.message) for r in w if "distinct numbers" in str(r.message)]
+    assert len(about) == 1, about  # once, in this estimator's name
+    assert about[0].startswith(f"{type(est).__name__}: column 'rating'")
 
 
 def test_an_identifier_column_warning_names_the_callers_line():

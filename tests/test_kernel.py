@@ -80,6 +80,27 @@ def test_weights_equal_repeated_rows():
     np.testing.assert_allclose(ma.covariance()[0], mb.covariance()[0], atol=1e-12)
 
 
+def test_the_chosen_bandwidths_and_model_are_those_of_repeated_rows():
+    # the held-out split of the bandwidth choice is keyed on the values: an integer
+    # weight and as many copies of a row, in any order, give the same model
+    rng = np.random.default_rng(2)
+    X = np.column_stack([skewed_data(300, seed=3), rng.standard_normal(300)])
+    X[:, 1] += X[:, 0]
+    w = rng.integers(0, 4, size=300)
+    rep = np.repeat(X, w, axis=0)
+    order = rng.permutation(len(rep))
+    kw = dict(hidden="discrete", structure="chow_liu", random_state=0)
+    a = KernelLatentTree(2, **kw).fit(X, sample_weight=w.astype(float))
+    b = KernelLatentTree(2, **kw).fit(rep)
+    c = KernelLatentTree(2, **kw).fit(rep[order])
+    # the same choices (the column scales, a weighted mean against a plain one, may
+    # differ in their last bit)
+    np.testing.assert_allclose(a.bandwidths_, b.bandwidths_, rtol=1e-12)
+    np.testing.assert_allclose(a.bandwidths_, c.bandwidths_, rtol=1e-12)
+    T = np.column_stack([skewed_data(50, seed=4), rng.standard_normal(50)])
+    np.testing.assert_allclose(a.score_samples(T), b.score_samples(T), atol=1e-8)
+
+
 def test_kernel_moments_match_direct_formulas_with_missing_entries():
     rng = np.random.default_rng(0)
     X = np.column_stack([skewed_data(2000), rng.standard_normal(2000)])

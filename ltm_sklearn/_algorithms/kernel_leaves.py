@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._engine.row_keys import holdout_weights
+
 __all__ = [
     "bump_evidence",
     "code_evidence",
@@ -152,9 +154,13 @@ def select_bandwidth(x, weights, centres, candidates, random_state, wide=None, m
     ``wide``: bandwidth of an extra last component (centred at ``centres[-1]``) that keeps
     its own width whatever the candidate.
 
-    The observed values (at most ``max_rows``, a weighted subsample) are split 80/20; for
-    every candidate the mixture weights are fitted on the 80% (:func:`mixture_weights`)
-    and the candidate with the highest mean log-density on the other 20% wins.
+    The observed values, identical ones pooled (at most ``max_rows`` distinct values, a
+    subsample keyed on the values), have their weights split 80/20 by
+    :func:`~ltm_sklearn._engine.row_keys.holdout_weights`; for every candidate the
+    mixture weights are fitted on the 80% (:func:`mixture_weights`) and the candidate
+    with the highest mean log-density on the other 20% wins. The split and the subsample
+    are functions of the values and their weights: an integer weight and as many
+    repeated rows, or the rows in any order, give the same choice.
 
     Returns
     -------
@@ -162,29 +168,36 @@ def select_bandwidth(x, weights, centres, candidates, random_state, wide=None, m
     scores : dict candidate -> held-out mean log-density
     """
     rng = check_random_state(random_state)
+    seeds = rng.randint(0, 2**31 - 1, size=2)
     x = np.asarray(x, dtype=float)
     weights = np.asarray(weights, dtype=float)
     obs = np.flatnonzero(~np.isnan(x) & (weights > 0))
-    if obs.size > max_rows:
-        obs = rng.choice(obs, max_rows, replace=False, p=weights[obs] / weights[obs].sum())
-        w = np.ones(obs.size)
-    else:
-        w = weights[obs]
     candidates = [float(c) for c in candidates]
-    if obs.size < 10:
+    # keyed on each value's rank among the column's distinct values: standardised
+    # values may differ in their last bit between two fits of the same rows (a weighted
+    # mean against a mean over repeated rows), their order does not
+    values = np.unique(x[obs], return_inverse=True)[1].reshape(1, -1)
+    w = weights[obs]
+    _, pooled, key = holdout_weights(values, w, 0.0, seed=int(seeds[0]))
+    groups = np.flatnonzero(pooled > 0)  # each distinct value's first row, its pooled weight
+    if groups.size > max_rows:
+        groups = groups[np.argsort(key[groups], kind="stable")[:max_rows]]
+    if pooled.sum() < 10 or groups.size < 2:
         return candidates[len(candidates) // 2], {}
-    order = rng.permutation(obs.size)
-    n_val = max(2, obs.size // 5)
-    val, train = order[:n_val], order[n_val:]
+    held, train, _ = holdout_weights(values[:, groups], pooled[groups], 0.2, seed=int(seeds[1]))
+    if held.sum() <= 0 or train.sum() <= 0:
+        return candidates[len(candidates) // 2], {}
+    fit_rows, val_rows = np.flatnonzero(train > 0), np.flatnonzero(held > 0)
+    v = x[obs][groups]
     scores = {}
     for b in candidates:
         widths = np.full(len(centres), b)
         if wide is not None:
             widths[-1] = wide
-        E, log_scale = bump_evidence(x[obs], centres, widths)
-        pi = mixture_weights(E[train], w[train], alpha=1e-3)
+        E, log_scale = bump_evidence(v, centres, widths)
+        pi = mixture_weights(E[fit_rows], train[fit_rows], alpha=1e-3)
         with np.errstate(divide="ignore"):
-            logp = np.log(E[val] @ pi) + log_scale[val]
-        scores[b] = float(np.average(logp, weights=w[val]))
+            logp = np.log(E[val_rows] @ pi) + log_scale[val_rows]
+        scores[b] = float(np.average(logp, weights=held[val_rows]))
     best = max(candidates, key=lambda b: scores[b])
     return best, scores

@@ -309,7 +309,8 @@ class BumpLeaves:
         w = np.ones(Z.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
         chosen, scores = np.full(Z.shape[1], np.nan), [None] * Z.shape[1]
         for j in np.flatnonzero(~self.is_categorical):
-            n_obs = max(int(np.sum(~np.isnan(Z[:, j]) & (w > 0))), 2)
+            # the observed weight: rows count as often as their (frequency) weights say
+            n_obs = max(float(np.sum(w[~np.isnan(Z[:, j])])), 2.0)
             silverman = 1.06 * n_obs**-0.2
             chosen[j], scores[j] = select_bandwidth(
                 Z[:, j],

@@ -20,13 +20,42 @@ import pandas as pd
 from .encoding import CategoricalEncoder, ContinuousColumnError
 from .user_frames import user_stacklevel
 
-__all__ = ["MixedEncoder", "categorical_mask", "column_scales"]
+__all__ = ["MixedEncoder", "categorical_mask", "column_scales", "warn_few_values"]
 
 
 #: a continuous column with at most this many distinct numbers over at least
 #: ``FEW_VALUES_MIN_ROWS`` observed rows is warned about (see ``MixedEncoder``)
 FEW_VALUES = 10
 FEW_VALUES_MIN_ROWS = 100
+
+
+def warn_few_values(Z, columns, owner, names=None, sample_weight=None, declare=False):
+    """Warn about each continuous column (indices ``columns`` of the float matrix ``Z``,
+    NaN missing) with at most ``FEW_VALUES`` distinct numbers over at least
+    ``FEW_VALUES_MIN_ROWS`` observed rows of positive weight (a rating, a count, a coded
+    category): a density spreads its mass between the values, and as categories it would
+    score higher. ``declare``: the estimator takes categorical columns (say how)."""
+    rows = np.ones(Z.shape[0], bool) if sample_weight is None else np.asarray(sample_weight) > 0
+    for j in columns:
+        values = Z[rows, j][~np.isnan(Z[rows, j])]
+        if values.size < FEW_VALUES_MIN_ROWS:
+            continue
+        n_values = np.unique(values).size
+        if n_values <= FEW_VALUES:
+            name = repr(str(names[j])) if names is not None else str(int(j))
+            advice = (
+                "declare the column with categorical_features= or a pandas category dtype."
+                if declare
+                else "model the column as categorical (KernelLatentTree with a category "
+                "column, or a discrete estimator such as SpectralLatentTree)."
+            )
+            warnings.warn(
+                f"{owner}: column {name} is modelled as continuous but holds only "
+                f"{n_values} distinct numbers in {values.size} rows; a density spreads its "
+                f"mass between them. If they are categories, {advice}",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
 
 
 def categorical_mask(X, categorical_features="from_dtype"):
@@ -227,30 +256,17 @@ class MixedEncoder:
                 f"Columns {empty[:10].tolist()} have no observed value: a column without "
                 "data has no distribution to estimate. Drop them."
             )
-        self._warn_few_values(Z, observed)
+        warn_few_values(
+            Z,
+            np.flatnonzero(~self.is_categorical_),
+            self.owner,
+            self._names,
+            sample_weight,
+            declare=True,
+        )
         self.center_, self.scale_ = column_scales(Z, sample_weight)
         self.center_[self.is_categorical_], self.scale_[self.is_categorical_] = 0.0, 1.0
         return (Z - self.center_) / self.scale_
-
-    def _warn_few_values(self, Z, observed):
-        """Warn about a continuous column with few distinct numbers over many rows (a
-        rating, a count, a coded category): a density spreads its mass between the
-        values, and as categories it would score higher."""
-        for j in np.flatnonzero(~self.is_categorical_):
-            values = Z[observed[:, j], j]
-            if values.size < FEW_VALUES_MIN_ROWS:
-                continue
-            n_values = np.unique(values).size
-            if n_values <= FEW_VALUES:
-                warnings.warn(
-                    f"{self.owner}: column {self._name(j)} is modelled as continuous but "
-                    f"holds only {n_values} distinct numbers in {values.size} rows; a "
-                    "density spreads its mass between them. If they are categories, "
-                    "declare the column with categorical_features= or a pandas category "
-                    "dtype.",
-                    UserWarning,
-                    stacklevel=user_stacklevel(),
-                )
 
     def transform(self, X):
         """The standardised matrix of validated ``X``."""

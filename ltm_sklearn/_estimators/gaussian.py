@@ -44,7 +44,7 @@ from .._algorithms.yeo_johnson import (
     yeo_johnson_inverse,
     yeo_johnson_log_derivative,
 )
-from .._engine.mixed_columns import column_scales
+from .._engine.mixed_columns import column_scales, warn_few_values
 from .._engine.threads import block_threads
 from .._engine.tree import LatentTree
 from .._engine.user_frames import user_stacklevel
@@ -372,6 +372,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             raise ValueError("GaussianLatentTree needs at least 2 rows of positive weight.")
         X, sw = X[keep], sw[keep]
         self._warn_constant(X)
+        names = getattr(self, "feature_names_in_", None)
+        warn_few_values(X, range(X.shape[1]), type(self).__name__, names)
         self.center_, self.scale_ = self._standardise(X, sw)
         S = (X - self.center_) / self.scale_
         d = X.shape[1]

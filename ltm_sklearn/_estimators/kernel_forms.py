@@ -20,7 +20,7 @@ import pandas as pd
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._engine.mixed_columns import categorical_mask
+from .._engine.mixed_columns import categorical_mask, warn_few_values
 from .._engine.tree import LatentTree
 from .gaussian import GaussianLatentTree
 from .selection import MIN_SPLIT_WEIGHT, TIE_TOL, NoHeldOutRows, held_out_split
@@ -183,7 +183,11 @@ class GaussianFormMixin:
             tree = LatentTree.coerce(
                 self.tree, A.shape[1], feature_names=names, observed_leaves_only=False
             )
-        model = self._gaussian_estimator(tree).fit(A, sample_weight=sample_weight)
+        warn_few_values(A, range(A.shape[1]), type(self).__name__, names, sample_weight, True)
+        with warnings.catch_warnings():
+            # said above in this estimator's terms
+            warnings.filterwarnings("ignore", message=".*distinct numbers in", category=UserWarning)
+            model = self._gaussian_estimator(tree).fit(A, sample_weight=sample_weight)
         self.gaussian_model_ = model
         self.tree_ = LatentTree(model.tree_.edges, A.shape[1], feature_names=names)
         self.structure_ = model.structure_
