@@ -45,6 +45,12 @@ def robinson_foulds(tree_a, tree_b, normalize=False):
     >>> robinson_foulds(t, t)
     0
     """
+    for t in (tree_a, tree_b):
+        if not hasattr(t, "n_observed"):
+            raise TypeError(
+                f"robinson_foulds compares two LatentTree objects, got {type(t).__name__}: "
+                "build one with LatentTree(edges, n_observed)."
+            )
     if tree_a.n_observed != tree_b.n_observed:
         raise ValueError(
             f"The trees have {tree_a.n_observed} and {tree_b.n_observed} observed variables."

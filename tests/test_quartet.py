@@ -275,9 +275,9 @@ def test_quartet_insertion_searches_near_the_nearest_column():
     "table, kwargs, match",
     [
         (np.full((2, 2, 2, 2), np.nan), {}, "NaN or infinite"),
-        (np.zeros((0, 2, 2, 2)), {}, "non-empty"),
-        (np.ones((2, 2, 2, 2)), {"rank": -1}, "rank must be"),
-        (np.ones((2, 2, 2, 2)), {"rank": 1.5}, "rank must be"),
+        (np.zeros((0, 2, 2, 2)), {}, "is empty"),
+        (np.ones((2, 2, 2, 2)), {"rank": -1}, "rank must be a whole number >= 0"),
+        (np.ones((2, 2, 2, 2)), {"rank": 1.5}, "rank must be a whole number >= 0"),
         (np.ones((2, 2, 2, 2)), {"tol": -1.0}, "tol must be"),
         (np.ones((2, 2, 2)), {}, "4-way"),
     ],

@@ -21,6 +21,8 @@ import itertools
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._engine.checks import check_finite, check_whole
+
 __all__ = [
     "whiten",
     "tensor_power_method",
@@ -49,7 +51,11 @@ def whiten(M2, n_components):
     >>> np.allclose(W.T @ A @ W, np.eye(2))
     True
     """
-    M2 = 0.5 * (np.asarray(M2, dtype=float) + np.asarray(M2, dtype=float).T)
+    M2 = check_finite(M2, "The second moment M2")
+    if M2.ndim != 2 or M2.shape[0] != M2.shape[1]:
+        raise ValueError(f"M2 must be a square matrix, got shape {M2.shape}.")
+    n_components = check_whole(n_components, "n_components", 1)
+    M2 = 0.5 * (M2 + M2.T)
     vals, vecs = np.linalg.eigh(M2)
     order = np.argsort(vals)[::-1][:n_components]
     vals, vecs = vals[order], vecs[:, order]
@@ -103,8 +109,14 @@ def tensor_power_method(
     T = np.array(T, dtype=float)
     if T.ndim != 3 or len(set(T.shape)) != 1:
         raise ValueError(f"T must be a cubic 3-way tensor, got shape {T.shape}.")
+    T = check_finite(T, "T")
     k = T.shape[0]
-    n_components = k if n_components is None else int(n_components)
+    n_components = k if n_components is None else check_whole(n_components, "n_components", 1)
+    if n_components > k:
+        raise ValueError(
+            f"n_components={n_components}: a {k} x {k} x {k} tensor has at most {k} "
+            "orthogonal eigenvectors."
+        )
     rng = check_random_state(random_state)
     starts = _power_starts(rng, 1, n_components, k, n_restarts)
     lams, vecs = _power_method_stacked(T[None], starts, n_iter, tol)
@@ -227,7 +239,20 @@ def three_view_decomposition(P12, P13, P23, triple, n_components, random_state=N
     means : ndarray of shape (n_3, k)
         Columns ``E[x_3 | h]``.
     """
-    k = int(n_components)
+    k = check_whole(n_components, "n_components", 1)
+    P12, P13, P23 = (check_finite(P, n) for P, n in ((P12, "P12"), (P13, "P13"), (P23, "P23")))
+    if P12.ndim != 2 or P13.ndim != 2 or P23.ndim != 2:
+        raise ValueError("P12, P13 and P23 must be matrices.")
+    n1, n2, n3 = P12.shape[0], P12.shape[1], P13.shape[1]
+    if P13.shape[0] != n1 or P23.shape != (n2, n3):
+        raise ValueError(
+            f"The pair moments' shapes disagree: P12 {P12.shape}, P13 {P13.shape} and P23 "
+            f"{P23.shape} must be (n1, n2), (n1, n3) and (n2, n3)."
+        )
+    if not callable(triple):
+        triple = check_finite(triple, "triple")
+        if triple.shape != (n1, n2, n3):
+            raise ValueError(f"triple has shape {triple.shape}; expected {(n1, n2, n3)}.")
     W, projections = _three_view_projections(P12, P13, P23, k)
     if callable(triple):
         T = triple(*projections)
@@ -679,7 +704,10 @@ def expand_states(tree, root_marginal, cpts, n_states, random_state=None, noise=
     root_marginal, cpts : the expanded parameters (new arrays).
     """
     rng = check_random_state(random_state)
-    k = int(n_states)
+    k = check_whole(n_states, "n_states", 1)
+    missing = [u for u in range(tree.n_nodes) if u != tree.root and u not in cpts]
+    if missing:
+        raise ValueError(f"cpts has no table for the non-root nodes {missing[:10]}.")
     cpts = {u: np.array(t, dtype=float) for u, t in cpts.items()}
     root_marginal = np.array(root_marginal, dtype=float)
     for h in tree.hidden_nodes:

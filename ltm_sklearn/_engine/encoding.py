@@ -329,6 +329,8 @@ def _is_fractional(value):
     return isinstance(value, float) and math.isfinite(value) and not value.is_integer()
 
 
+#: pandas dtype inferences of object columns of dates and times
+_TIMES = {"datetime64", "datetime", "date", "timedelta64", "timedelta", "time", "period"}
 #: pandas dtype inferences of object columns that cannot mix bools with numbers
 _NO_BOOL_MIX = {"string", "bytes", "integer", "floating", "mixed-integer-float", "empty", "boolean"}
 
@@ -336,8 +338,14 @@ _NO_BOOL_MIX = {"string", "bytes", "integer", "floating", "mixed-integer-float",
 def _factorize(col, j):
     """``pd.factorize`` that keeps ``True`` apart from ``1`` (and ``False`` from ``0``):
     they hash alike in Python, so bools and other values are factorised separately."""
+    inferred = pd.api.types.infer_dtype(col, skipna=True) if col.dtype == object else None
+    if col.dtype.kind in "Mm" or inferred in _TIMES:
+        raise TypeError(
+            f"Column {j} holds dates or times: convert them first (to numbers, or to "
+            "categories as text), as for a DataFrame column of dates."
+        )
     try:
-        if col.dtype == object and pd.api.types.infer_dtype(col, skipna=True) not in _NO_BOOL_MIX:
+        if inferred is not None and inferred not in _NO_BOOL_MIX:
             is_bool = np.fromiter((type(v) in (bool, np.bool_) for v in col), bool, len(col))
             if is_bool.any():
                 codes = np.empty(len(col), dtype=np.int64)

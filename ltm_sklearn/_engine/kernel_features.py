@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .checks import check_finite, check_row_weights
 from .moments import _chunks, _normalise
 
 __all__ = ["RBFFeatureMap", "KernelMoments", "rbf_features", "weighted_quantiles"]
@@ -33,6 +34,13 @@ def weighted_quantiles(x, weights, probs):
     >>> weighted_quantiles(np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 1.0]), [0.25, 0.75])
     array([1., 2.])
     """
+    x = check_finite(x, "x")
+    if x.ndim != 1:
+        raise ValueError(f"x must be 1-D, got shape {x.shape}.")
+    weights = check_row_weights(weights, x.size, "weights")
+    probs = np.asarray(probs, dtype=float)
+    if not np.all((probs >= 0) & (probs <= 1)):
+        raise ValueError("probs must lie in [0, 1].")
     order = np.argsort(x, kind="stable")
     xs, cw = x[order], np.cumsum(weights[order])
     idx = np.searchsorted(cw, np.asarray(probs) * cw[-1], side="left")

@@ -22,7 +22,29 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from joblib import Parallel, delayed
 
+from .checks import check_row_weights
+
 __all__ = ["MomentSource", "MomentEstimator", "beyond_memory"]
+
+
+def _check_codes(codes, n_states):
+    """Category codes ``(n_features, n_rows)``: integers from ``UNSEEN`` (-2) to
+    ``n_states - 1`` of their row (the encoder's output)."""
+    if not isinstance(codes, np.ndarray) or codes.ndim != 2 or codes.dtype.kind not in "iu":
+        raise ValueError(
+            "codes must be a 2-D integer array (n_features, n_rows), e.g. the output of "
+            "the package's encoder."
+        )
+    if n_states.shape != (codes.shape[0],):
+        raise ValueError(
+            f"n_states has {n_states.size} entries for {codes.shape[0]} rows of codes (one "
+            "a feature)."
+        )
+    if codes.size and (codes.min() < -2 or np.any(codes.max(axis=1) >= n_states)):
+        raise ValueError(
+            "codes must lie between -2 (unseen) and n_states - 1 of their feature (-1 missing)."
+        )
+
 
 # Dense counting is used for a projected moment when the full table is at most this large.
 _DENSE_TABLE_LIMIT = 4096
@@ -114,10 +136,8 @@ class MomentEstimator:
     def __init__(self, codes, n_states, sample_weight=None, n_jobs=None):
         self.codes = codes
         self.n_states = np.asarray(n_states, dtype=np.int64)
-        n = codes.shape[1]
-        self.sample_weight = (
-            np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-        )
+        _check_codes(codes, self.n_states)
+        self.sample_weight = check_row_weights(sample_weight, codes.shape[1])
         self.n_jobs = n_jobs
         self._pairs = {}
         self._singletons = None

@@ -434,14 +434,19 @@ class LatentTree:
         ]
         return cls(edges, n_observed, feature_names=names)
 
-    def to_newick(self, feature_names=None):
-        """Newick string of the tree rooted at :attr:`root`; observed nodes carry their names."""
+    def _names_for(self, feature_names):
+        """``feature_names``, else the tree's own (``None`` without), one per column."""
         names = feature_names if feature_names is not None else self.feature_names
         if names is not None and len(names) != self.n_observed:
             raise ValueError(
                 f"feature_names has {len(names)} names; the tree has {self.n_observed} "
                 "observed nodes."
             )
+        return names
+
+    def to_newick(self, feature_names=None):
+        """Newick string of the tree rooted at :attr:`root`; observed nodes carry their names."""
+        names = self._names_for(feature_names)
 
         def label(u):
             if u >= self.n_observed:
@@ -604,7 +609,7 @@ class LatentTree:
         parent's state on through its own table)."""
         import matplotlib.pyplot as plt
 
-        names = feature_names if feature_names is not None else self.feature_names
+        names = self._names_for(feature_names)
         shown = [
             not (contract and self.is_hidden(u) and len(self.children[u]) == 1)
             for u in range(self.n_nodes)

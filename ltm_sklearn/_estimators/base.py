@@ -99,6 +99,7 @@ from .validation import (
     mean_score,
     refuse_dask,
     reset_fitted_state,
+    warn_empty_columns,
 )
 
 __all__ = ["BaseLatentTree", "FittedModel", "ModelChoice"]
@@ -263,7 +264,9 @@ class BaseLatentTree(
             if names is not None:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
             self.n_features_in_ = len(moments.n_states)
-            self._set_leaves(CategoricalLeaves.from_encoder(encoder, self.categories))
+            leaves = CategoricalLeaves.from_encoder(encoder, self.categories)
+            warn_empty_columns(leaves.fitted_attributes()["categories_"], names)
+            self._set_leaves(leaves)
             self._fit_moments(moments)
             return self
         leaves = self._make_leaves()
@@ -274,6 +277,7 @@ class BaseLatentTree(
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
         names = getattr(self, "feature_names_in_", None)
         data = leaves.fit_transform(X, sample_weight, names, self.random_state)
+        warn_empty_columns(leaves.fitted_attributes()["categories_"], names)
         self._set_leaves(leaves)
         self._fit_moments(leaves.moments(data, sample_weight, self.n_jobs))
         return self

@@ -44,6 +44,7 @@ from .._algorithms.yeo_johnson import (
     yeo_johnson_inverse,
     yeo_johnson_log_derivative,
 )
+from .._engine.encoding import check_unique_columns
 from .._engine.mixed_columns import column_scales, warn_few_values
 from .._engine.threads import block_threads
 from .._engine.tree import LatentTree
@@ -274,6 +275,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     # ------------------------------------------------------------------ validation
     def _validate_X(self, X, reset):
         refuse_dask(X, type(self).__name__)
+        check_unique_columns(X)
         check_frame_dtypes(X, "biuf", type(self).__name__)
         X = validate_data(
             self,

@@ -3,11 +3,13 @@ and the one way to forget a fit."""
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral
 
 import numpy as np
 import pandas as pd
 
+from .._engine.user_frames import user_stacklevel
 from .sklearn_internals import check_sample_weight
 
 __all__ = [
@@ -86,7 +88,12 @@ def target_index(estimator, target):
 
 def check_frame_dtypes(X, allowed, estimator):
     """Reject DataFrame columns (pandas or Dask) whose dtype the estimator cannot read,
-    naming them."""
+    naming them; and arrays of dates or times."""
+    if getattr(getattr(X, "dtype", None), "kind", "") in ("M", "m"):
+        raise TypeError(
+            f"{estimator} cannot read an array of dates or times (dtype {X.dtype}): convert "
+            "it first (e.g. dates to numbers or categories)."
+        )
     if not (isinstance(X, pd.DataFrame) or (is_dask_collection(X) and hasattr(X, "columns"))):
         return
     for name, dtype in X.dtypes.items():
@@ -103,6 +110,22 @@ def check_frame_dtypes(X, allowed, estimator):
         raise TypeError(
             f"{estimator} cannot read column {name!r} of dtype {dtype}: convert it first "
             "(e.g. dates to numbers or categories)."
+        )
+
+
+def warn_empty_columns(categories, names=None):
+    """Warn of columns without a category, observed or declared (every entry missing or
+    of weight zero): each is a leaf of one phantom state, a factor of one when missing,
+    and any value it later holds is unseen."""
+    empty = np.flatnonzero([c is not None and len(c) == 0 for c in categories])
+    if empty.size:
+        shown = [str(names[j]) if names is not None else int(j) for j in empty[:10]]
+        warnings.warn(
+            f"Columns {shown} have no observed value and no declared category: the model "
+            "ignores them (a value they hold later counts as an unseen category). Drop "
+            "them, or declare their categories.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
         )
 
 

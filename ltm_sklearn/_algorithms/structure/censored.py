@@ -31,6 +31,8 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.sparse.csgraph import dijkstra
 
+from .distances import check_distance_matrix
+
 __all__ = ["censored_residual", "saturation_level"]
 
 #: distances above ``0.5 log N - _DELTA`` are censored (their standard error exceeds
@@ -64,8 +66,12 @@ def censored_residual(tree, D, n_samples, delta=_DELTA):
         starts from the reliable pairs and adds the violated censored ones until none
         is left (exact, and ``O(d m)`` pairs for sensible trees).
     """
-    D = np.asarray(D, dtype=float)
+    D = check_distance_matrix(D)
     d, parent, m = tree.n_observed, tree.parent, tree.n_nodes
+    if D.shape[0] != d:
+        raise ValueError(f"D is {D.shape[0]} x {D.shape[0]}; the tree has {d} observed nodes.")
+    if not n_samples > 0:
+        raise ValueError(f"n_samples must be positive, got {n_samples!r}.")
     level = saturation_level(n_samples, delta)
     rows_i, cols_e = [], []  # observed i and the edges (u, parent u) above it
     for i in range(d):

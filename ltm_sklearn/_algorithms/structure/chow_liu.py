@@ -43,7 +43,7 @@ def spanning_tree_edges(D):
     >>> spanning_tree_edges(D)
     [(0, 1), (1, 2)]
     """
-    D = check_distance_matrix(D)
+    D = check_distance_matrix(D, distances=False)  # edge weights: the diagonal is not read
     return _prim(D)
 
 
@@ -91,7 +91,7 @@ def chow_liu(mutual_info, feature_names=None):
     >>> chow_liu(M).edges
     [(0, 1), (1, 2)]
     """
-    M = check_distance_matrix(mutual_info)
+    M = check_distance_matrix(mutual_info, "mutual_info", distances=False)
     d = M.shape[0]
     if d == 1:
         return LatentTree([], 1, feature_names=feature_names)

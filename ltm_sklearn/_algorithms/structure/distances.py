@@ -6,6 +6,7 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import rankdata
 
+from ..._engine.checks import check_row_weights, check_whole
 from ..._engine.kernel_features import KernelMoments
 
 __all__ = [
@@ -41,6 +42,7 @@ def spectral_distance(moments, n_hidden_states):
     -------
     ndarray of shape (n_features, n_features)
     """
+    n_hidden_states = check_whole(n_hidden_states, "n_hidden_states", 1)
     singles = moments.singletons()
     d = len(singles)
     D = np.zeros((d, d))
@@ -159,6 +161,14 @@ def kernel_distance(features, n_singular=1):
     if isinstance(features, KernelMoments):
         G, offsets = features.covariance()
     else:
+        features = [np.asarray(f, dtype=float) for f in features]
+        if not features or any(f.ndim != 2 for f in features):
+            raise ValueError("features must be a non-empty list of 2-D feature matrices.")
+        if len({f.shape[0] for f in features}) != 1:
+            raise ValueError(
+                "The feature matrices have different numbers of rows "
+                f"{sorted({f.shape[0] for f in features})}: one row a sample in each."
+            )
         F = np.hstack(features)
         G = F.T @ F / F.shape[0]
         offsets = np.concatenate([[0], np.cumsum([f.shape[1] for f in features])])
@@ -247,10 +257,12 @@ def pairwise_correlation(X, sample_weight=None):
     X = np.asarray(X, dtype=float)
     if X.ndim != 2:
         raise ValueError(f"X must be 2D, got shape {X.shape}.")
+    if X.shape[0] == 0:
+        raise ValueError("X has no rows.")
     if np.isinf(X).any():
         raise ValueError("X holds infinite values; these metrics need finite data.")
     seen = (~np.isnan(X)).astype(float)
-    w = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    w = check_row_weights(sample_weight, len(X))
     Z = np.where(seen > 0, X, 0.0)
     Z = Z - (Z.sum(0) / np.maximum(seen.sum(0), 1.0)) * seen  # centre for precision
     rows = seen.T @ seen  # rows observing both columns
@@ -294,13 +306,26 @@ def _continuous(X):
     return X
 
 
-def check_distance_matrix(D):
-    """Validate a distance matrix for tree reconstruction; return it as a float copy."""
+def check_distance_matrix(D, what="D", distances=True):
+    """Validate a distance matrix for tree reconstruction; return it as a float copy.
+
+    A square, finite, symmetric matrix of at least one variable; with ``distances``,
+    non-negative with a zero diagonal (``False``: a similarity such as mutual
+    information, whose diagonal is not read)."""
     D = np.array(D, dtype=float)
     if D.ndim != 2 or D.shape[0] != D.shape[1]:
-        raise ValueError(f"D must be a square matrix, got shape {D.shape}.")
+        raise ValueError(f"{what} must be a square matrix, got shape {D.shape}.")
+    if D.shape[0] == 0:
+        raise ValueError(f"{what} is empty: a tree needs at least one variable.")
     if not np.all(np.isfinite(D)):
-        raise ValueError("D holds non-finite distances.")
+        raise ValueError(f"{what} holds non-finite values.")
     if not np.allclose(D, D.T):
-        raise ValueError("D must be symmetric.")
+        raise ValueError(f"{what} must be symmetric.")
+    if distances:
+        if np.any(D < 0):
+            raise ValueError(f"{what} holds negative distances.")
+        if np.any(np.diag(D) != 0):
+            raise ValueError(
+                f"{what} must have a zero diagonal (each variable's distance to itself)."
+            )
     return D

@@ -23,7 +23,7 @@ __all__ = ["hidden_chow_liu", "grouped_chow_liu"]
 
 
 def _chow_liu_edges(mutual_info):
-    M = check_distance_matrix(mutual_info)
+    M = check_distance_matrix(mutual_info, "mutual_info", distances=False)
     if M.shape[0] == 1:
         return M, []
     return M, spanning_tree_edges(M.max() - M)

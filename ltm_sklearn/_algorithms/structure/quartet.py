@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._engine.checks import check_finite, check_whole
 from ..._engine.tree import LatentTree
 from .distances import spectral_distance
 from .search import minimum_evolution_search
@@ -119,12 +120,9 @@ def quartet_test(table, rank=None, tol=None):
     P = np.asarray(table, dtype=float)
     if P.ndim != 4:
         raise ValueError(f"quartet_test needs a 4-way table, got {P.ndim} modes.")
-    if P.size == 0:
-        raise ValueError(f"quartet_test needs a non-empty table, got shape {P.shape}.")
-    if not np.all(np.isfinite(P)):
-        raise ValueError("quartet_test's table holds NaN or infinite entries.")
-    if rank is not None and (isinstance(rank, bool) or not float(rank).is_integer() or rank < 0):
-        raise ValueError(f"rank must be None or a whole number >= 0, got {rank!r}.")
+    P = check_finite(P, "quartet_test's table")
+    if rank is not None:
+        rank = check_whole(rank, "rank", 0)
     if tol is not None and not tol >= 0:
         raise ValueError(f"tol must be None or a number >= 0, got {tol!r}.")
     n0, n1, n2, n3 = P.shape

@@ -64,7 +64,7 @@ def spectral_variance(D):
     ``var(s) / s^2 ~ exp(2 d) / N`` (delta method): the longer the distance, the noisier.
     Only ratios matter to :func:`bionj`, so ``N`` is left out.
     """
-    D = np.asarray(D, dtype=float)
+    D = check_distance_matrix(D)
     return np.exp(2.0 * np.minimum(D, 300.0))
 
 
@@ -537,6 +537,11 @@ def binary_leaf_tree(tree):
     (zero-length edges, an arbitrary resolution the search can rearrange); hidden nodes
     with two neighbours are removed. Returns ``tree`` itself when it already qualifies.
     """
+    if not isinstance(tree, LatentTree):
+        raise TypeError(
+            f"binary_leaf_tree takes a LatentTree, got {type(tree).__name__}: build one with "
+            "LatentTree(edges, n_observed)."
+        )
     d = tree.n_observed
     if d <= 3:
         return tree
