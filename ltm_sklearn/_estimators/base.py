@@ -245,7 +245,9 @@ class BaseLatentTree(
             Ignored (a density estimator). For classification by per-class likelihoods
             use :class:`~ltm_sklearn.LatentTreeClassifier`.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative row weights.
+            Frequency weights (non-negative): a row of weight 2 counts as two copies of
+            it, so scaling every weight changes the model as more rows would (the prior
+            weighs less).
 
         Returns
         -------
@@ -645,7 +647,9 @@ class BaseLatentTree(
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative row weights.
+            Frequency weights (non-negative): a row of weight 2 counts as two copies of
+            it, so scaling every weight changes the model as more rows would (the prior
+            weighs less).
 
         Returns
         -------

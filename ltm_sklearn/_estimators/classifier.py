@@ -323,6 +323,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Class labels (no missing labels).
         sample_weight : array-like of shape (n_samples,), default=None
+            Frequency weights (non-negative): a row of weight 2 counts as two copies of
+            it, in the class models and the class prior.
 
         Returns
         -------
@@ -997,6 +999,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows in the accuracy.
 
         Returns
         -------

@@ -80,6 +80,9 @@ class PartialFitMixin:
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
+            Frequency weights (non-negative): a row of weight 2 counts as two copies of
+            it, so scaling every weight changes the model as more rows would (the prior
+            weighs less).
 
         Returns
         -------
