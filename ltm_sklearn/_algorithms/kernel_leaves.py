@@ -182,7 +182,7 @@ def select_bandwidth(x, weights, centres, candidates, random_state, wide=None, m
     groups = np.flatnonzero(pooled > 0)  # each distinct value's first row, its pooled weight
     if groups.size > max_rows:
         groups = groups[np.argsort(key[groups], kind="stable")[:max_rows]]
-    if pooled.sum() < 10 or groups.size < 2:
+    if pooled.sum() < 10:
         return candidates[len(candidates) // 2], {}
     held, train, _ = holdout_weights(values[:, groups], pooled[groups], 0.2, seed=int(seeds[1]))
     if held.sum() <= 0 or train.sum() <= 0:
