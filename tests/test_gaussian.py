@@ -740,3 +740,10 @@ def test_score_validates_sample_weight_as_the_discrete_estimators_do():
         est.score(X, sample_weight=np.zeros(50))
     with pytest.raises(ValueError, match="shape"):
         est.score(X, sample_weight=w[:3])
+
+
+def test_weights_summing_to_fewer_rows_than_a_gaussian_needs_are_named():
+    X = np.random.default_rng(0).normal(size=(200, 4))
+    w = np.full(200, 1 / 200)  # normalised weights: BIC would read one row
+    with pytest.warns(UserWarning, match="sample_weight sums to 1"):
+        GaussianLatentTree(n_components=1, structure="chow_liu").fit(X, sample_weight=w)

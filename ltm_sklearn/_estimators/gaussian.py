@@ -373,6 +373,14 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         if keep.sum() < 2:
             raise ValueError("GaussianLatentTree needs at least 2 rows of positive weight.")
         X, sw = X[keep], sw[keep]
+        if sw.sum() < X.shape[1] + 1:
+            warnings.warn(
+                f"sample_weight sums to {sw.sum():.3g}: frequency weights, which BIC reads as "
+                f"that many rows, fewer than one Gaussian over {X.shape[1]} columns needs. "
+                "Scale the weights to sum to the number of rows they stand for.",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
         self._warn_constant(X)
         names = getattr(self, "feature_names_in_", None)
         warn_few_values(X, range(X.shape[1]), type(self).__name__, names)
