@@ -283,6 +283,9 @@ def test_integer_graph_nodes_are_positions_as_in_an_edge_list():
     as_graph = LatentTree.coerce(nx.Graph(edges), 4, feature_names=names)
     assert splits(as_graph) == splits(as_list)
     assert frozenset({2, 3}) in splits(as_list)  # positions {0, 1} | {2, 3}
+    # so are those of to_networkx's graph of a tree without names (hidden nodes "h4"...)
+    plain = LatentTree.coerce(LatentTree(edges, 4).to_networkx(), 4, feature_names=names)
+    assert splits(plain) == splits(as_list)
     # text nodes name the columns; the integer nodes beside them are hidden
     g = nx.Graph([("2", 0), ("0", 0), ("1", 1), ("3", 1), (0, 1)])
     named = LatentTree.from_networkx(g, feature_names=names)

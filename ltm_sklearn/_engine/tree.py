@@ -480,7 +480,11 @@ class LatentTree:
 
             # labels that repeat their integer nodes' ids (to_networkx of a tree without
             # names) are positions, not names
-            labelled = [u for u in nodes if data.get(u, {}).get("label") is not None]
+            labelled = [
+                u
+                for u in nodes
+                if data.get(u, {}).get("label") is not None and not data[u].get("hidden")
+            ]
             labels_name = not all(_is_int(u) and str(data[u]["label"]) == str(u) for u in labelled)
 
             def name_of(u):
