@@ -168,3 +168,30 @@ def test_em_verbose_prints_progress(capsys):
     LatentTreeEM(2, tree=model.tree, verbose=2, random_state=0).fit(X)
     out = capsys.readouterr().out
     assert "EM iteration" in out and "restart 1/1" in out
+
+
+@pytest.mark.parametrize("cls", [SpectralLatentTree, HierarchicalTensorLTM])
+def test_one_hidden_state_keeps_the_columns_frequencies(cls):
+    # k' = 1 is the independence model: its moment estimate is every column's frequencies
+    model, X = sample()
+    est = cls(1, tree=model.tree, max_iter=0, n_members=1, min_state_rows=0).fit(X)
+    for j in range(X.shape[1]):
+        freq = np.bincount(X[:, j], minlength=len(est.categories_[j])) / len(X)
+        np.testing.assert_allclose(est.cpts_[j][0], freq, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [SpectralLatentTree, HierarchicalTensorLTM])
+def test_more_states_than_the_moments_identify_copy_the_moment_estimate(cls):
+    # binary columns identify two states: max_iter=0 at k' = 4 keeps the 2-state moment
+    # estimate (states copied, the same distribution), whatever random_state, and says so
+    model = LatentTreeModel.random(balanced_binary_tree(6), 2, 2, random_state=0)
+    X, T = model.sample(3000, random_state=1), model.sample(500, random_state=2)
+    kw = dict(tree=model.tree, max_iter=0, n_members=1, min_state_rows=0)
+    two = cls(2, random_state=0, **kw).fit(X).score(T)
+    for seed in (0, 1):
+        with pytest.warns(UserWarning, match="more than the moments identify"):
+            four = cls(4, random_state=seed, **kw).fit(X)
+        # random tables kept scored 1.2-1.4 nats per row below, moving with the seed
+        assert abs(four.score(T) - two) < 0.01
+        # every hidden state is one of two, copied: the root's probabilities pair up
+        assert np.unique(np.round(four.root_marginal_, 12)).size <= 2

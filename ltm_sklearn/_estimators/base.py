@@ -489,7 +489,25 @@ class BaseLatentTree(
         ground-truth trees; polished alone, it ends within 0.0002 nats per row of the
         better of the two on test rows at k' = k in all 48 ground-truth fits measured
         (docs/results.md, "Time to a result")."""
-        if tree.hidden_nodes and k > moment_states(moments.n_states):
+        # max_iter=0 keeps the start: the estimator's own
+        polished = (self.max_iter if max_iter is None else max_iter) > 0
+        identified = moment_states(moments.n_states)
+        if tree.hidden_nodes and k > identified:
+            if not polished:
+                # the moment estimate at the states the moments identify, its states
+                # copied to k' (the same distribution), instead of random tables kept
+                if max_iter is None:
+                    warnings.warn(
+                        f"n_hidden_states={k} is more than the moments identify "
+                        f"({identified}): max_iter=0 keeps the moment estimate at "
+                        f"{identified} states, each copied (the same distribution). EM "
+                        "(max_iter > 0) puts the other states to use.",
+                        UserWarning,
+                        stacklevel=user_stacklevel(),
+                    )
+                root, cpts, _ = self._initial_parameters(tree, moments, identified, rng)
+                root, cpts = expand_states(tree, root, cpts, k)
+                return self._polish(tree, moments, k, root, cpts, {}, rng, 0)
             # more hidden states than the moments identify: EM from a random start, which
             # ends above the moment start copied to k' states (docs/architecture.md,
             # "Tuning constants")
@@ -498,11 +516,13 @@ class BaseLatentTree(
             return self._polish(
                 tree, moments, k, root, cpts, {}, rng, max_iter, early_stopping=early_stopping
             )
-        # max_iter=0 keeps the start: the estimator's own
-        polished = (self.max_iter if max_iter is None else max_iter) > 0
 
         def start(r):
-            tensor = self._tensor_start(tree, moments, k, r) if tensor_start and polished else None
+            # one hidden state: every hidden node is constant and the tensor start's tables
+            # are the maximum-likelihood ones (each column's frequencies, or its pair table
+            # under a column), which a rank-one moment estimate only approximates
+            use_tensor = (tensor_start and polished) or k == 1
+            tensor = self._tensor_start(tree, moments, k, r) if use_tensor else None
             if tensor is None:
                 return self._initial_parameters(tree, moments, k, r)
             return (*tensor, self._raw_extras(tree, moments, k))

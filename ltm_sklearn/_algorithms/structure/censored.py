@@ -32,8 +32,22 @@ from scipy.optimize import minimize
 from scipy.sparse.csgraph import dijkstra
 
 from .distances import check_distance_matrix
+from .search import bme_length
 
-__all__ = ["censored_residual", "saturation_level"]
+__all__ = ["censored_residual", "prefer_censored_fit", "saturation_level"]
+
+#: the censored check runs up to this many columns (beyond, its ``d^2`` rounds of
+#: all-pairs paths cost more than the search it checks); ``"me"``'s neighbor joining tree
+#: competes with the searched ones up to the same size (``d^3``)
+CENSORED_CHECK_MAX = 512
+#: the alternative tree replaces the searched one when its censored residual is smaller
+#: by more than this ...
+CENSORED_MARGIN = 1.0
+#: ... and its balanced minimum-evolution length is at most this share above the searched
+#: one's: the residual reads only the reliable distances, and a CLNJ tree much longer
+#: under all of them was the wrong tree on the structure benchmark's balanced trees (the
+#: value's sweep is in the user guide, "Structure")
+CENSORED_MAX_EXCESS = 0.03
 
 #: distances above ``0.5 log N - _DELTA`` are censored (their standard error exceeds
 #: ``exp(-_DELTA)``); chosen on bench_structure.py (docs/architecture.md, "Tuning
@@ -124,3 +138,32 @@ def censored_residual(tree, D, n_samples, delta=_DELTA):
             break
         used |= violated
     return value
+
+
+def prefer_censored_fit(
+    searched, alternative, D, n_samples, max_excess=CENSORED_MAX_EXCESS, verbose=0,
+    labels=("search", "CLNJ"),
+):  # fmt: skip
+    """``alternative`` when it fits ``D`` with the saturated distances censored clearly
+    better than the tree a balanced minimum-evolution search found (a residual smaller
+    by more than ``CENSORED_MARGIN``) and is at most ``max_excess`` longer under
+    balanced minimum evolution (``None``: the residual alone decides); else
+    ``searched``. Beyond ``CENSORED_CHECK_MAX`` columns: ``searched``.
+
+    Balanced minimum evolution sums saturated distances, and on trees with weak edges
+    prefers wrong trees; a tree built from reliable distances (Chow-Liu neighbor
+    joining's, or the quartet tests') is the check."""
+    if D.shape[0] > CENSORED_CHECK_MAX:
+        return searched
+    r_searched = censored_residual(searched, D, n_samples)
+    r_alternative = censored_residual(alternative, D, n_samples)
+    l_searched, l_alternative = bme_length(searched, D), bme_length(alternative, D)
+    if verbose:
+        print(
+            f"censored residuals: {labels[0]} {r_searched:.3f}, {labels[1]} "
+            f"{r_alternative:.3f}; lengths {labels[0]} {l_searched:.4f}, {labels[1]} "
+            f"{l_alternative:.4f}"
+        )
+    excess = np.inf if max_excess is None else max_excess
+    fits_better = r_alternative < r_searched - CENSORED_MARGIN
+    return alternative if fits_better and l_alternative <= (1.0 + excess) * l_searched else searched

@@ -7,7 +7,7 @@ from joblib import Parallel, delayed
 
 from ..._engine.threads import single_threaded_blas
 from ..._engine.tree import LatentTree
-from .censored import censored_residual
+from .censored import CENSORED_CHECK_MAX, CENSORED_MAX_EXCESS, prefer_censored_fit
 from .chow_liu import clnj, clrg
 from .distances import check_distance_matrix
 from .nj import neighbor_joining
@@ -34,20 +34,6 @@ DISTANCE_METHODS = ("me", "nj", "rg", "clrg", "clnj", "star")
 
 #: the tests of RG/CLRG/CLNJ accept differences up to ``_THRESHOLD_SCALE / sqrt(N)``
 _THRESHOLD_SCALE = 2.0
-#: ``"me"`` checks its tree against CLNJ's with saturated distances censored
-#: (:func:`~ltm_sklearn.structure.censored_residual`) up to this many columns, and the
-#: neighbor joining tree competes with the searched ones up to the same size: beyond it
-#: the check's ``d^2`` rounds of all-pairs paths and neighbor joining's ``d^3`` cost more
-#: than the search itself
-_CENSORED_CHECK_MAX = 512
-#: CLNJ's tree replaces the search's when its censored residual is smaller by more than
-#: this ...
-_CENSORED_MARGIN = 1.0
-#: ... and its balanced minimum-evolution length is at most this share above the search's:
-#: the residual reads only the reliable distances, and a CLNJ tree much longer under all
-#: of them was the wrong tree on the structure benchmark's balanced trees (the value's
-#: sweep is in the user guide, "Structure")
-CENSORED_MAX_EXCESS = 0.03
 
 
 def sample_threshold(n_samples):
@@ -137,7 +123,7 @@ def learn_tree(
         found = Parallel(n_jobs=n_jobs)(
             delayed(_search_from)(D, start, local, verbose) for start in ("bionj", "clnj")
         )
-        if d <= _CENSORED_CHECK_MAX:
+        if d <= CENSORED_CHECK_MAX:
             # neighbor joining's own tree is a candidate too: the search from the two
             # starts stops short of it on 6 of the 120 sweep samples of bench_structure.py
             found.append(neighbor_joining(D))
@@ -145,22 +131,10 @@ def learn_tree(
         if verbose:
             lengths = ", ".join(f"{bme_length(t, D):.6f}" for t in found)
             print(f"minimum evolution: lengths from BIONJ, CLNJ starts (and NJ) {lengths}")
-        if n_samples is not None and d <= _CENSORED_CHECK_MAX:
+        if n_samples is not None:
             # balanced minimum evolution sums saturated distances; the CLNJ tree (short
-            # distances only) wins when it fits the data with them censored clearly better,
-            # unless it is much longer under balanced minimum evolution than the searched one
-            r_best = censored_residual(best, D, n_samples)
-            r_local = censored_residual(local, D, n_samples)
-            l_best, l_local = bme_length(best, D), bme_length(local, D)
-            if verbose:
-                print(
-                    f"censored residuals: search {r_best:.3f}, CLNJ {r_local:.3f}; lengths "
-                    f"search {l_best:.4f}, CLNJ {l_local:.4f}"
-                )
-            fits_better = r_local < r_best - _CENSORED_MARGIN
-            excess = np.inf if censored_max_excess is None else censored_max_excess
-            if fits_better and l_local <= (1.0 + excess) * l_best:
-                best = local
+            # distances only) wins when it fits the data with them censored clearly better
+            best = prefer_censored_fit(best, local, D, n_samples, censored_max_excess, verbose)
         return LatentTree(best.edges, d, feature_names=feature_names)
     fn = {"rg": recursive_grouping, "clrg": clrg, "clnj": clnj}[method]
     return fn(D, threshold=threshold, feature_names=feature_names)

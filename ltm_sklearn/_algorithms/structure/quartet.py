@@ -34,6 +34,7 @@ import numpy as np
 
 from ..._engine.checks import check_finite, check_whole
 from ..._engine.tree import LatentTree
+from .censored import prefer_censored_fit
 from .distances import spectral_distance
 from .search import minimum_evolution_search
 
@@ -447,7 +448,10 @@ def learn_tree_quartets(
         refine=refine,
     )
     if local_search:
-        tree = minimum_evolution_search(D, tree, spr_radius=0, feature_names=feature_names)
+        searched = minimum_evolution_search(D, tree, spr_radius=0, feature_names=feature_names)
+        # the search sums saturated distances too: the quartet tree stays when it fits the
+        # reliable ones clearly better (as "me" checks its search against CLNJ's tree)
+        tree = prefer_censored_fit(searched, tree, D, moments.n_samples)
     return tree, info
 
 
