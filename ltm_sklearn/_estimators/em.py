@@ -58,7 +58,10 @@ class LatentTreeEM(BaseLatentTree):
         :class:`SpectralLatentTree`).
     max_iter : int, default=300
     tol : float, default=1e-4
-        Stop when an iteration improves the objective by less than ``tol`` nats per row.
+        Stop when an iteration improves the objective by less than ``tol`` nats per row;
+        as in :class:`SpectralLatentTree`, lower it to compare starts at their optimum
+        (from random tables the default stops further below it than from the tensor
+        start).
     n_jobs : int, default=None
         Threads over the blocks of rows of EM and scoring (``None``: the cores the
         process may use, at most ``OMP_NUM_THREADS``, as scikit-learn's ``KMeans`` uses
