@@ -178,10 +178,10 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
     tol : float, default=1e-4
         EM stops when an iteration improves the training objective by less than ``tol``
         nats per row (``converged_``). Near the optimum EM gains little per iteration: on
-        1e5 rows of a 16-leaf ground truth (k = 3) the fit it stops stays 0.001 nats per
-        row of KL divergence from where ``tol=1e-7`` ends, and starts further away (EM
-        from random tables) stop further below. To compare starts or estimators at their
-        optimum, lower ``tol``.
+        1e5 rows of a 16-leaf ground truth (k = 3, 5 categories) the default fit's KL
+        divergence to the truth is 0.0026 nats per row against 0.0016 with ``tol=1e-7``,
+        and EM from random tables stops at 0.0059 (0.0016 too with ``tol=1e-7``). To
+        compare starts or estimators at their optimum, lower ``tol``.
     n_jobs : int, default=None
         Threads over the blocks of rows of EM and scoring (``None``: the cores the
         process may use, at most ``OMP_NUM_THREADS``, as scikit-learn's ``KMeans`` uses
