@@ -9,7 +9,7 @@ from ltm_sklearn import (
     LatentTreeEM,
     SpectralLatentTree,
 )
-from ltm_sklearn._algorithms.spectral import computation_tree
+from ltm_sklearn._algorithms.spectral import _internal_message, computation_tree
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,
@@ -315,3 +315,18 @@ def test_a_given_k_on_a_given_tree_is_one_model_for_the_moment_estimators():
     ]
     np.testing.assert_array_equal(scores[0], scores[1])
     np.testing.assert_array_equal(scores[0], scores[2])
+
+
+def test_a_constant_child_message_is_folded_into_the_core():
+    # a child without evidence below sends one vector to every row: folding it into the
+    # core gives the message of its broadcast outer product
+    rng = np.random.default_rng(0)
+    core, a, b = rng.random((3, 4, 5)), rng.random((4, 7)), rng.random((5, 7))
+    va, vb = rng.random(4), rng.random(5)
+    full = lambda x, y: _internal_message(core, [x, y])  # noqa: E731
+    np.testing.assert_allclose(
+        _internal_message(core, [a, vb]), full(a, np.broadcast_to(vb[:, None], (5, 7)))
+    )
+    np.testing.assert_allclose(
+        _internal_message(core, [va, b]), full(np.broadcast_to(va[:, None], (4, 7)), b)
+    )

@@ -503,12 +503,14 @@ class _MarginalisedMessages:
             for c in node.children:
                 if c in active:
                     msg, lg = msgs.pop(c)
-                else:
-                    vector, lg = self.inside[c]
-                    msg = np.broadcast_to(vector[:, None], (vector.size, n))
+                else:  # the same message on every row: a vector
+                    msg, lg = self.inside[c]
                 kids.append(msg)
                 log_scale = log_scale + lg
             if nid == root:
+                kids = [
+                    k if k.ndim == 2 else np.broadcast_to(k[:, None], (k.size, n)) for k in kids
+                ]
                 read(nid, _contract_all(params.cores[nid], kids), log_scale)
                 continue
             msg = _internal_message(params.cores[nid], kids)
@@ -534,10 +536,16 @@ _CHUNK_ROWS = 1024
 
 def _internal_message(core, kids):
     """Message ``(r, N)`` of a non-root computation node from its children's ``(r_c, N)``
-    messages (eq. (29): the projected triple, or pair with one child)."""
+    messages (eq. (29): the projected triple, or pair with one child). A child's message
+    that is the same on every row (a vector ``(r_c,)``: no evidence below it) is folded
+    into the core first, instead of forming the ``(r_a r_b, N)`` outer product."""
     if len(kids) == 1:
         return core @ kids[0]
     a, b = kids
+    if b.ndim == 1:
+        return (core @ b) @ a
+    if a.ndim == 1:
+        return np.tensordot(a, core, axes=([0], [1])) @ b
     n = max(a.shape[1], b.shape[1])
     outer = (a[:, None, :] * b[None, :, :]).reshape(-1, n)
     return core.reshape(core.shape[0], -1) @ outer
