@@ -185,6 +185,23 @@ def test_scoring_a_column_retyped_since_fit_is_named_in_a_warning():
         est.score(X)
 
 
+@pytest.mark.parametrize(
+    "fitted, scored, match",
+    [
+        ([True, False], [1, 0], r"1 \(int\) matches the fitted True \(bool\)"),
+        (["0", "1", "2"], [0.5 + 0.5, 2.0], r"1\.0 \(float\) matches the fitted '1' \(str\)"),
+        ([0, 1, 2], ["1.0", "2.0"], r"'1\.0' \(str\) matches the fitted 1 \(int\)"),
+    ],
+)
+def test_values_of_another_type_that_read_alike_are_named(fitted, scored, match):
+    rng = np.random.RandomState(0)
+    X = np.array([[fitted[i % len(fitted)], rng.randint(2)] for i in range(60)], dtype=object)
+    est = SpectralLatentTree(2, structure="chow_liu").fit(X)
+    Z = np.array([[scored[i % len(scored)], 0] for i in range(10)], dtype=object)
+    with pytest.warns(UserWarning, match=match):
+        est.score_samples(Z)
+
+
 # ---------------------------------------------------------------- column types of a mixed table
 def test_column_types_from_dtypes_and_overrides():
     X = pd.DataFrame(

@@ -63,6 +63,22 @@ def _key(value, column):
     return (type(value) is bool, value)
 
 
+def _match_key(value):
+    """What a value reads as, whatever its type: a number for numbers, bools and text
+    that spells one (``1``, ``1.0``, ``True``, ``"1"``, ``"1.0"`` and ``"true"`` alike),
+    else its text; :meth:`CategoricalEncoder._warn_if_retyped` finds with it the fitted
+    category an unseen value was meant to be."""
+    if isinstance(value, (bool, np.bool_, numbers.Real)):
+        return float(value)
+    text = str(value).strip()
+    if text.lower() in ("true", "false"):
+        return float(text.lower() == "true")
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _sort_key(value):
     if isinstance(value, (bool, np.bool_)):
         return (0, float(value), "bool")
@@ -175,12 +191,12 @@ class CategoricalEncoder:
         share = np.mean(codes[observed] == UNSEEN) if observed.any() else 0.0
         if share < _RETYPED_SHARE:
             return
-        fitted = {str(v): v for v in self.categories_[j]}
-        known = set(self.categories_[j])  # a value found in fit is no mismatch
+        fitted = {_match_key(v): v for v in self.categories_[j]}
+        known = {_key(v, j) for v in self.categories_[j]}  # found in fit: no mismatch
         matches = [
-            (v, fitted[str(v)])
+            (v, fitted[_match_key(v)])
             for v in uniques
-            if not _is_missing(v) and str(v) in fitted and v not in known
+            if not _is_missing(v) and _key(v, j) not in known and _match_key(v) in fitted
         ]
         if matches:
             names = getattr(self, "_feature_names", None)

@@ -656,6 +656,17 @@ class BaseLatentTree(
         check_is_fitted(self)
         return self._log_likelihood(self._encode(self._validate_X(X, reset=False)))
 
+    def _class_score_samples(self, X):
+        """:meth:`score_samples` with a category unseen in training read as a missing
+        entry: what :class:`~ltm_sklearn.LatentTreeClassifier` compares across its
+        classes. The likelihood ``unseen_proba_`` of a new category is larger for a
+        class of few rows (``1 / (n_j + W_j + 1)``), so read as evidence it would speak
+        for the smallest class: on car one unseen value moved a row from 0.03 to 0.93."""
+        check_is_fitted(self)
+        data = self._encode(self._validate_X(X, reset=False))
+        fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
+        return self._leaves.log_likelihood(fitted, data, np.ones_like(self.unseen_proba_))
+
     def score(self, X, y=None, sample_weight=None):
         """Mean log-likelihood per row (weighted by ``sample_weight``): the density
         convention of scikit-learn, so ``GridSearchCV`` selects ``n_hidden_states`` by

@@ -87,7 +87,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
       (the latent tree classifier of Wang, Zhang, Chen & Poon, "Latent Tree Classifier",
       ECSQARU 2011). The class models of a discrete estimator share one encoding of the
       categories (learned from all rows), so every ``p(x | c)`` is normalised over the
-      same configurations.
+      same configurations. A category no training row holds is read as a missing
+      entry: its likelihood, larger under a class of few rows, says nothing of the
+      class.
     * ``"joint"``: one clone of ``estimator`` fitted on the columns and the class as one
       more observed column; ``predict_proba`` is its exact conditional ``P(c | x)``
       (:meth:`~ltm_sklearn.SpectralLatentTree.conditional_proba`). Structure and hidden
@@ -542,13 +544,20 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         est = clone(base).set_params(**params)
         if trial:
             _as_trial(est)
-        if not (keep and isinstance(est, BaseLatentTree)):
-            return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
-        est._keeps_held_out_fit = True  # for this fit only
-        try:
-            return est.fit(self._with_label(X, y_idx), sample_weight=sample_weight)
-        finally:
-            del est._keeps_held_out_fit
+        Z = self._with_label(X, y_idx)
+        label = repr(str(Z.columns[-1])) if isinstance(Z, pd.DataFrame) else str(Z.shape[1] - 1)
+        with warnings.catch_warnings():
+            # the class codes are categories, however many: the user gave no such column
+            warnings.filterwarnings(
+                "ignore", message=f"Column {re.escape(label)} has .* distinct whole numbers"
+            )
+            if not (keep and isinstance(est, BaseLatentTree)):
+                return est.fit(Z, sample_weight=sample_weight)
+            est._keeps_held_out_fit = True  # for this fit only
+            try:
+                return est.fit(Z, sample_weight=sample_weight)
+            finally:
+                del est._keeps_held_out_fit
 
     def _joint_states(self, base, n_rows):
         """``k'`` of the default estimator's joint model: its own, raised to the number
@@ -826,7 +835,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         for (_, val, _, _), prior in zip(folds, priors):
             X_val = safe_indexing(X, val)
             fold_models = [next(models) for _ in self.classes_]
-            log_lik.append(np.column_stack([m.score_samples(X_val) for m in fold_models]))
+            log_lik.append(np.column_stack([_class_log_likelihood(m, X_val) for m in fold_models]))
             with np.errstate(divide="ignore"):  # a class absent from the fold's training
                 log_prior.append(np.broadcast_to(np.log(prior), log_lik[-1].shape))
         rows = np.concatenate([f[1] for f in folds])
@@ -961,6 +970,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         refuse_dask(X, type(self).__name__)
         if isinstance(X, pd.DataFrame):
             validate_data(self, X, skip_check_array=True, reset=False)
+            if len(X) == 0:  # as an array is refused (the class models would name theirs)
+                raise ValueError(
+                    f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 "
+                    f"is required by {type(self).__name__}."
+                )
             return X
         X = validate_data(self, X, dtype=None, ensure_all_finite="allow-nan", reset=False)
         names = getattr(self, "feature_names_in_", None)
@@ -975,7 +989,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         X = self._validated(X)
         if self.model_ == "joint":
             return self._joint_log_proba(X)
-        log_lik = np.column_stack([est.score_samples(X) for est in self.estimators_])
+        log_lik = np.column_stack([_class_log_likelihood(est, X) for est in self.estimators_])
         joint = self._joint_log_proba(X) if self.pool_weight_ < 1 else None
         return pooled_log_posterior(
             log_lik, np.log(self.class_prior_), joint, self.pool_weight_, self.temperature_
@@ -1020,6 +1034,14 @@ def _too_few_rows(k, n_rows):
     if isinstance(k, str):
         return n_rows < MIN_SPLIT_WEIGHT
     return k is not None and n_rows < k
+
+
+def _class_log_likelihood(est, X):
+    """A class model's log-likelihood of the rows ``X`` as the classes compare it: a
+    category unseen in training as a missing entry (the package's estimators,
+    ``_class_score_samples``), or ``score_samples`` (any other density estimator)."""
+    scores = getattr(est, "_class_score_samples", None)
+    return est.score_samples(X) if scores is None else scores(X)
 
 
 def _states_for_rows(k, n_rows):

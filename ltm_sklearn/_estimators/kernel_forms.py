@@ -75,6 +75,13 @@ class GaussianFormMixin:
         """
         return super().score_samples(X)
 
+    def _class_score_samples(self, X):
+        """As :meth:`BaseLatentTree._class_score_samples`; the Gaussian form has no
+        categories."""
+        if self._gaussian_form():
+            return self.score_samples(X)
+        return super()._class_score_samples(X)
+
     @answered_by_gaussian_form
     def predict_proba(self, X):
         """Posterior of the root's states given each row: the root hidden variable of the
