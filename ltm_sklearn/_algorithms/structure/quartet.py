@@ -404,12 +404,17 @@ def learn_tree_quartets(
     (:func:`~ltm_sklearn.structure.minimum_evolution_search` without regrafts), until no
     interchange shortens the tree. A split that the quartet tests got wrong is fixed by a
     local move, while the quartet tree keeps the search away from the wrong basins of the
-    long, saturated distances. Measured on the k = 2, n = 4 ground truths of
-    ``benchmarks/bench_quartet.py`` (5 models per cell, exact recoveries): at 1e4 rows
-    balanced16 4/5 -> 5/5, balanced64 0/5 -> 5/5, random32 4/5 -> 5/5 (neighbor joining
-    5/5, 4/5, 0/5). Of the 18 cells from 1e3 to 1e5 rows and 16 to 64 leaves two lost a
-    recovery: random64 at 1e4 (3/5 -> 2/5, the same mean RF distance 2.0) and random32
-    at 1e3 (1/5 -> 0/5, mean RF 4.0 -> 4.8).
+    long, saturated distances. Balanced minimum evolution still sums those distances, and
+    can prefer a wrong tree to the quartet tree: the quartet tree is kept when it fits
+    the reliable distances clearly better (:func:`~.censored.prefer_censored_fit`, the
+    check of ``"me"``). Measured on the k = 2, n = 4 ground truths of
+    ``benchmarks/bench_quartet.py`` (5 models per cell, exact recoveries, the quartet
+    tree alone -> the default): at CPT noise 0.3 and 1e4 rows balanced16 4/5 -> 5/5,
+    balanced64 0/5 -> 5/5, random32 4/5 -> 5/5, random64 3/5 -> 4/5; of the 18 cells from
+    1e3 to 1e5 rows and 16 to 64 leaves one loses a recovery (random32 at 1e3, 1/5 ->
+    0/5). At noise 0.5 the default leads on the balanced trees (mean RF distance at 1e5
+    rows 2.8 -> 1.2, 13.6 -> 3.2, 34.0 -> 8.8 for 16, 32 and 64 leaves) and trails on
+    the random ones at 1e4-1e5 rows (random32 at 1e5: 3/5, mean RF 0.8, -> 2/5, 6.0).
 
     Parameters
     ----------
