@@ -808,3 +808,19 @@ def test_many_classes_raise_no_warning_about_the_class_column_and_empty_rows_nam
         clf = LatentTreeClassifier(SpectralLatentTree(1), random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="required by LatentTreeClassifier"):
         clf.predict_proba(X.iloc[:0])
+
+
+@pytest.mark.parametrize("kw", [{"n_hidden_states": "auto"}, {"model": "select"}])
+def test_the_folded_choices_do_not_depend_on_row_order_or_on_weights_against_copies(kw):
+    # the folds are keyed on the rows' values and classes, as the calibration split
+    X, y = load_table("breast", names=True)
+    X, y = X.iloc[:200].reset_index(drop=True), np.asarray(y)[:200]
+    ref = LatentTreeClassifier(random_state=0, **kw).fit(X, y).predict_proba(X)
+    order = np.random.default_rng(0).permutation(len(y))
+    shuffled = LatentTreeClassifier(random_state=0, **kw).fit(X.iloc[order], y[order])
+    np.testing.assert_allclose(shuffled.predict_proba(X), ref, atol=1e-9)
+    w = np.r_[np.full(100, 2.0), np.ones(100)]
+    twice = np.r_[np.arange(100), np.arange(200)]
+    weighted = LatentTreeClassifier(random_state=0, **kw).fit(X, y, sample_weight=w)
+    copies = LatentTreeClassifier(random_state=0, **kw).fit(X.iloc[twice], y[twice])
+    np.testing.assert_allclose(weighted.predict_proba(X), copies.predict_proba(X), atol=1e-9)

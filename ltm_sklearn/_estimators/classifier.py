@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.metrics import accuracy_score
-from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
 from sklearn.utils import assert_all_finite, check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
@@ -430,17 +429,18 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         models (stratified 3-fold; the pool's posteriors are the mean of the other two's,
         so two fits per fold serve all three)."""
         folds = self._selection_folds(
-            y_idx, "model='select'", "Pass model='pooled' (the default).", n_splits=3
-        )
+            X, y_idx, sample_weight, "model='select'", "Pass model='pooled' (the default).",
+            n_splits=3,
+        )  # fmt: skip
         losses = {"pooled": [], "per_class": [], "joint": []}
         weights = []
-        for train, val in folds:
+        for train, val, w_train, w_val in folds:
             X_train, X_val = safe_indexing(X, train), safe_indexing(X, val)
             log_proba = {}
             for model in ("per_class", "joint"):
                 # the chosen model is calibrated afterwards (on its own held-out rows)
                 part = clone(self).set_params(model=model, calibrate=False)
-                part.fit(X_train, y[train], sample_weight=sample_weight[train])
+                part.fit(X_train, y[train], sample_weight=w_train)
                 # columns in the order of this fit's classes (a class absent from the
                 # training fold gets probability 0)
                 out = np.full((len(val), len(self.classes_)), -np.inf)
@@ -453,7 +453,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             rows = np.arange(len(val))
             for model, lp in log_proba.items():
                 losses[model].append(-lp[rows, y_idx[val]])
-            weights.append(sample_weight[val])
+            weights.append(w_val)
         w = np.concatenate(weights)
         return {m: float(np.average(np.concatenate(v), weights=w)) for m, v in losses.items()}
 
@@ -606,7 +606,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 what = ("n_hidden_states='auto'", "Pass an integer n_hidden_states.")
             else:
                 what = ("hidden='auto'", "Give the estimator hidden='discrete' or 'gaussian'.")
-            folds = self._selection_folds(y_idx, *what)
+            folds = self._selection_folds(X, y_idx, sample_weight, *what)
         if self.n_hidden_states == "auto":
             self.class_params_, loss, fitted, scores = self._choose_hidden_states(
                 base, shared, X, y_idx, sample_weight, folds
@@ -789,11 +789,18 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         a leaf below a hidden node of one state; a race may choose a Chow-Liu tree)."""
         return self.estimator is None and params.get("structure") == DEFAULT_STRUCTURE
 
-    def _selection_folds(self, y_idx, what, fix, n_splits=_AUTO_FOLDS):
-        """Train / held-out folds of the out-of-fold choices (see ``n_hidden_states``);
-        ``what`` names the choice in the error of too few rows, ``fix`` says how to
-        avoid it."""
-        seed = self.random_state if self.random_state is not None else 0
+    def _selection_folds(self, X, y_idx, sample_weight, what, fix, n_splits=_AUTO_FOLDS):
+        """Folds of the out-of-fold choices (see ``n_hidden_states``): ``(training rows,
+        held-out rows, their weights, their weights)``. ``what`` names the choice in the
+        error of too few rows, ``fix`` says how to avoid it.
+
+        ``n_splits`` folds (one 80/20 split beyond ``_AUTO_CV_ROWS`` rows): fold ``k``
+        holds out the units of every row's weight whose keys of the row's values and
+        class fall in ``[k / n_splits, (k + 1) / n_splits)``
+        (:func:`~ltm_sklearn._engine.row_keys.holdout_weights`, as the calibration
+        split), so that the folds, and the choice, are the same in any order of the rows
+        and for an integer weight as for as many copies of a row. A class of fewer than
+        5 rows keeps its weight for training."""
         large = _held_out_rows(y_idx)
         if large.size < MIN_SPLIT_WEIGHT:
             raise ValueError(
@@ -801,16 +808,21 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 f"{MIN_SPLIT_WEIGHT} rows in "
                 f"classes of 5 rows or more, got {large.size}. {fix}"
             )
-        # classes of fewer than 5 rows keep all their rows for training
-        if not _many_rows(y_idx):
-            # every class of ``large`` has at least 5 = _AUTO_FOLDS rows
-            splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
-        else:
-            splitter = StratifiedShuffleSplit(n_splits=1, test_size=0.2, random_state=seed)
+        values = np.vstack([row_values(X), y_idx.astype(float)])
+        seed = self.random_state if isinstance(self.random_state, Integral) else 0
+        bands = [(0.0, 0.2)] if _many_rows(y_idx) else [
+            (k / n_splits, (k + 1) / n_splits) for k in range(n_splits)
+        ]  # fmt: skip
+        kept = ~np.isin(np.arange(len(y_idx)), large)  # small classes: training only
         folds = []
-        for _, outer in splitter.split(np.zeros((large.size, 1)), y_idx[large]):
-            val = np.sort(large[outer])
-            folds.append((np.setdiff1d(np.arange(len(y_idx)), val), val))
+        for lo, hi in bands:
+            below_hi, rest, _ = holdout_weights(values, sample_weight, hi, seed)
+            below_lo = holdout_weights(values, sample_weight, lo, seed)[0] if lo > 0 else 0.0
+            held = below_hi - below_lo
+            train = below_hi + rest - held
+            train[kept], held[kept] = train[kept] + held[kept], 0.0
+            train_rows, val_rows = np.flatnonzero(train > 0), np.flatnonzero(held > 0)
+            folds.append((train_rows, val_rows, train[train_rows], held[val_rows]))
         return folds
 
     def _out_of_fold(self, base, shared, params, folds, X, y_idx, sample_weight, per_class=None):
@@ -875,7 +887,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         """``n_hidden_states="auto"``: the class models' parameters by out-of-fold
         log-loss (see the class docstring) and their losses; sets
         ``n_hidden_states_scores_`` and ``independence_score_``."""
-        w_val = sample_weight[np.concatenate([val for _, val in folds])]
+        w_val = np.concatenate([f[3] for f in folds])
 
         def scores_of(params, per_class=None):
             return self._out_of_fold(
@@ -901,7 +913,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # at hand, of the smallest class of 5 rows or more (a smaller class gets that
         # model when k' exceeds its rows, see _class_jobs, instead of holding every
         # class down to naive Bayes)
-        counts = [np.bincount(y_idx[train], minlength=len(self.classes_)) for train, _ in folds]
+        counts = [
+            np.bincount(y_idx[f[0]], weights=f[2], minlength=len(self.classes_)).astype(int)
+            for f in folds
+        ]
         if independence is not None:
             counts = [c[c >= 5] if np.any(c >= 5) else c for c in counts]
         smallest = min(int(c.min()) for c in counts)
@@ -951,7 +966,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     def _choose_form(self, base, shared, X, y_idx, sample_weight, folds, discrete_loss):
         """``hidden="auto"`` of the estimator: the form of lower out-of-fold log-loss
         (ties: discrete), set in ``hidden_scores_``; ``discrete_loss`` when known."""
-        w_val = sample_weight[np.concatenate([val for _, val in folds])]
+        w_val = np.concatenate([f[3] for f in folds])
 
         def loss_of(form):
             params = {"hidden": form}
