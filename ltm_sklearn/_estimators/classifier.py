@@ -55,10 +55,10 @@ from .validation import refuse_dask, reset_fitted_state
 __all__ = ["LatentTreeClassifier"]
 
 #: ``n_hidden_states="auto"`` compares its candidates by out-of-fold log-loss over this
-#: many stratified folds when the training rows are at most ``_AUTO_CV_ROWS`` (a single
-#: 20% split above: 400 held-out rows or more, and one fit per candidate; on the 4,813
-#: training rows of marketing it chose the same k' and model as five folds in half the
-#: time, 15 s instead of 30 s)
+#: many folds (keyed on the rows' values and classes) when the training rows are at most
+#: ``_AUTO_CV_ROWS`` (a single 20% split above: 400 held-out rows or more, and one fit
+#: per candidate; on the 4,813 training rows of marketing it chose the same k' and model
+#: as five folds in half the time, 15 s instead of 30 s)
 _AUTO_FOLDS = 5
 _AUTO_CV_ROWS = 2000
 #: the most hidden states the default estimator's joint model gets for its classes (a
@@ -148,8 +148,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         marketing (``benchmarks/results/bench_classify.md``).
     model : {"auto", "pooled", "per_class", "joint", "select"}, default="auto"
         Which model gives the class posteriors (see above). ``"select"``: the one of
-        lowest out-of-fold log-loss on the training rows (stratified 3-fold, about four
-        times the fit; ties go to the pool), with the scores in ``model_scores_``.
+        lowest out-of-fold log-loss on the training rows (3 folds keyed on the rows'
+        values and classes, about four times the fit; ties go to the pool), with the
+        scores in ``model_scores_``.
         ``"auto"``: ``"pooled"`` with an estimator of this package that learns its
         tree (a :class:`~ltm_sklearn.KernelLatentTree`'s joint model has the class
         declared categorical), ``"per_class"`` with a given tree, given categories or
@@ -173,9 +174,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     n_hidden_states : int, "auto" or None, default=None
         ``None`` keeps the ``estimator``'s own; an integer is set on every class model.
         ``"auto"`` chooses the class models for classification inside ``fit``, by
-        out-of-fold log-loss on the training rows (stratified 5-fold when at most 2,000
-        rows are in classes of 5 rows or more, a stratified 20% split above; classes of
-        fewer than 5 rows stay whole in training). The candidates: the independence model
+        out-of-fold log-loss on the training rows (5 folds when at most 2,000 rows are in
+        classes of 5 rows or more, a 20% split above, each holding out the share of
+        every row's weight whose keys of the row's values and class fall in it: the
+        same folds in any order of the rows and for an integer weight as for copies;
+        classes of fewer than 5 rows stay whole in training). The candidates: the independence model
         of each class (naive Bayes: ``structure="star"``, ``k' = 1``, add-one smoothing -
         ``CategoricalNB``'s model - with the default estimator or a structure of
         ``"auto"``; a :class:`~ltm_sklearn.KernelLatentTree` keeps its own ``alpha``),
