@@ -28,7 +28,7 @@ from ltm_sklearn._algorithms.em import (
 )
 from ltm_sklearn._engine.evidence import CodeEvidence
 from ltm_sklearn._engine.inference import log_likelihood
-from ltm_sklearn._engine.row_keys import row_keys, row_values
+from ltm_sklearn._engine.row_keys import holdout_weights, row_keys, row_values
 from ltm_sklearn._estimators import candidates
 from ltm_sklearn._estimators.candidates import task_seed
 from ltm_sklearn._estimators.fits import FittedModel, average_fits
@@ -621,3 +621,19 @@ def test_a_moment_started_finalist_far_behind_is_not_run_on(digits_demo_fit):
     assert lead - after > after - before > 0
     assert [r[0] for r in runs].count(k) == 1  # not run on
     assert est.n_hidden_states_ > 16
+
+
+def test_bands_of_keys_partition_every_rows_weight_into_folds():
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, 3, (4, 300)).astype(float)
+    weights = rng.choice([0.5, 1.0, 2.0, 3.5], 300)
+    held = [holdout_weights(values, weights, (k + 1) / 5, 7, low=k / 5)[0] for k in range(5)]
+    _, total, _ = holdout_weights(values, weights, 0.0, 7)  # every unit trains
+    np.testing.assert_allclose(np.sum(held, axis=0), total)  # the folds cover each unit once
+    # a band is the difference of two shares, exactly for whole weights
+    ones = np.ones(300)
+    top = holdout_weights(values, ones, 0.6, 7)[0]
+    np.testing.assert_array_equal(
+        holdout_weights(values, ones, 0.6, 7, low=0.4)[0],
+        top - holdout_weights(values, ones, 0.4, 7)[0],
+    )

@@ -130,13 +130,14 @@ def row_keys(values, seed=0):
     return _unit_keys(h, occurrence)
 
 
-def holdout_weights(values, weights, share, seed=0, max_units=4096):
+def holdout_weights(values, weights, share, seed=0, max_units=4096, low=0.0):
     """Split the weight of every row between a held-out and a training part, as a
     function of the rows themselves.
 
     Identical rows are pooled; the pooled weight ``W`` counts as ``ceil(W)`` unit rows
     (the ``j``-th of weight ``min(1, W - j)``), and a unit is held out when its key
-    (:func:`row_keys` of the ``j``-th copy) is below ``share``. Repeating a row and giving
+    (:func:`row_keys` of the ``j``-th copy) is below ``share`` (and at least ``low``:
+    the bands ``[k / K, (k + 1) / K)`` are ``K`` folds). Repeating a row and giving
     it an integer weight therefore hold out the same weight, in any order of the rows, and
     the copies of a frequent row fall on both sides. Beyond ``max_units`` units a row's
     weight is spread evenly over ``max_units`` of them.
@@ -170,7 +171,9 @@ def holdout_weights(values, weights, share, seed=0, max_units=4096):
     even = W[group] / np.maximum(units[group], 1)
     unit_w = np.where(W[group] > max_units, even, np.minimum(1.0, W[group] - j))
     keys = _unit_keys(h[first][group], j)
-    held = np.bincount(group, weights=unit_w * (keys < share), minlength=first.size)
+    held = np.bincount(
+        group, weights=unit_w * ((keys >= low) & (keys < share)), minlength=first.size
+    )
     held_out, train, key = np.zeros(n), np.zeros(n), np.ones(n)
     held_out[first] = held
     train[first] = np.maximum(W - held, 0.0)

@@ -819,13 +819,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         kept = ~np.isin(np.arange(len(y_idx)), large)  # small classes: training only
         folds = []
         for lo, hi in bands:
-            below_hi, rest, _ = holdout_weights(values, sample_weight, hi, seed)
-            below_lo = holdout_weights(values, sample_weight, lo, seed)[0] if lo > 0 else 0.0
-            held = below_hi - below_lo
-            train = below_hi + rest - held
+            held, train, _ = holdout_weights(values, sample_weight, hi, seed, low=lo)
             train[kept], held[kept] = train[kept] + held[kept], 0.0
             train_rows, val_rows = np.flatnonzero(train > 0), np.flatnonzero(held > 0)
-            folds.append((train_rows, val_rows, train[train_rows], held[val_rows]))
+            if val_rows.size:  # a band may hold out nothing of few rows
+                folds.append((train_rows, val_rows, train[train_rows], held[val_rows]))
         return folds
 
     def _out_of_fold(self, base, shared, params, folds, X, y_idx, sample_weight, per_class=None):
