@@ -29,19 +29,22 @@ FEW_VALUES = 10
 FEW_VALUES_MIN_ROWS = 100
 
 
-def warn_few_values(Z, columns, owner, names=None, sample_weight=None, declare=False):
+def warn_few_values(
+    Z, columns, owner, names=None, sample_weight=None, declare=False, constant_said=False
+):
     """Warn about each continuous column (indices ``columns`` of the float matrix ``Z``,
     NaN missing) with at most ``FEW_VALUES`` distinct numbers over at least
     ``FEW_VALUES_MIN_ROWS`` observed rows of positive weight (a rating, a count, a coded
     category): a density spreads its mass between the values, and as categories it would
-    score higher. ``declare``: the estimator takes categorical columns (say how)."""
+    score higher. ``declare``: the estimator takes categorical columns (say how);
+    ``constant_said``: a column of one value has a warning of its own."""
     rows = np.ones(Z.shape[0], bool) if sample_weight is None else np.asarray(sample_weight) > 0
     for j in columns:
         values = Z[rows, j][~np.isnan(Z[rows, j])]
         if values.size < FEW_VALUES_MIN_ROWS:
             continue
         n_values = np.unique(values).size
-        if n_values <= FEW_VALUES:
+        if n_values <= FEW_VALUES and not (constant_said and n_values == 1):
             name = repr(str(names[j])) if names is not None else str(int(j))
             advice = (
                 "declare the column with categorical_features= or a pandas category dtype."

@@ -87,11 +87,26 @@ def row_values(X):
         out[2 * j, number] = [float(v) for v in col[number]]
         other = ~number & ~missing
         if other.any():
-            codes, uniques = pd.factorize(col[other])
+            try:
+                codes, uniques = pd.factorize(col[other])
+            except TypeError:  # an unhashable value: named as the encoders name it
+                bad = next(v for v in col[other] if not _hashable(v))
+                raise TypeError(
+                    f"Column {j} holds a value of type {type(bad).__name__}: category "
+                    "values must be hashable scalars (argument must be a string or a number)."
+                ) from None
             rank = np.empty(len(uniques), dtype=np.int64)
             rank[np.argsort([str(u) for u in uniques], kind="stable")] = np.arange(len(uniques))
             out[2 * j + 1, other] = rank[codes]
     return out
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _unit_keys(h, occurrence):

@@ -383,7 +383,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             )
         self._warn_constant(X)
         names = getattr(self, "feature_names_in_", None)
-        warn_few_values(X, range(X.shape[1]), type(self).__name__, names)
+        warn_few_values(X, range(X.shape[1]), type(self).__name__, names, constant_said=True)
         self.center_, self.scale_ = self._standardise(X, sw)
         S = (X - self.center_) / self.scale_
         d = X.shape[1]

@@ -190,6 +190,7 @@ class GaussianFormMixin:
             tree = LatentTree.coerce(
                 self.tree, A.shape[1], feature_names=names, observed_leaves_only=False
             )
+        sample_weight = check_sample_weight(sample_weight, A, dtype=float, ensure_non_negative=True)
         warn_few_values(A, range(A.shape[1]), type(self).__name__, names, sample_weight, True)
         with warnings.catch_warnings():
             # said above in this estimator's terms
