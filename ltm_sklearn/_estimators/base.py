@@ -642,9 +642,12 @@ class BaseLatentTree(
         """Evidence of the observed nodes for encoded rows."""
         return self._leaves.evidence(data, self.unseen_proba_)
 
-    def _log_likelihood(self, data):
+    def _log_likelihood(self, data, unseen_proba=None):
+        """Log-likelihood of encoded rows; ``unseen_proba`` (default ``unseen_proba_``)
+        is the likelihood of a category unseen in training, per column."""
         fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
-        return self._leaves.log_likelihood(fitted, data, self.unseen_proba_)
+        unseen = self.unseen_proba_ if unseen_proba is None else unseen_proba
+        return self._leaves.log_likelihood(fitted, data, unseen)
 
     def score_samples(self, X):
         """Log-likelihood ``log p(x)`` of each row; NaN entries are marginalised out.
@@ -664,8 +667,7 @@ class BaseLatentTree(
         for the smallest class: on car one unseen value moved a row from 0.03 to 0.93."""
         check_is_fitted(self)
         data = self._encode(self._validate_X(X, reset=False))
-        fitted = FittedModel(self.tree_, self.root_marginal_, self.cpts_)
-        return self._leaves.log_likelihood(fitted, data, np.ones_like(self.unseen_proba_))
+        return self._log_likelihood(data, np.ones_like(self.unseen_proba_))
 
     def score(self, X, y=None, sample_weight=None):
         """Mean log-likelihood per row (weighted by ``sample_weight``): the density
