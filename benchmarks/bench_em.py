@@ -111,7 +111,7 @@ def figure2(sizes, n_models):
                 for m in METHODS:
                     est, t = timed(fit_method, m, tree, X, seed)
                     ll = est.score_samples(Xt)
-                    res[m]["err"].append(np.median(relative_joint_error(ll, truth)))
+                    res[m]["err"].append(np.median(relative_joint_error(truth, ll)))
                     res[m]["gap"].append(np.mean(truth - ll))
                     res[m]["t"].append(t)
             for m in METHODS:

@@ -99,7 +99,7 @@ def figure2(sizes, n_models, methods, em_max_n):
                 truth = model.log_likelihood(Xt)
                 for m in active:
                     est, t = timed(fit_method, m, tree, kp, X, seed)
-                    err = relative_joint_error(log_estimate(est, Xt), truth)
+                    err = relative_joint_error(truth, log_estimate(est, Xt))
                     res[m]["err"].append(np.median(err))
                     res[m]["t"].append(t)
             for m in active:

@@ -13,6 +13,14 @@ def tree_splits(tree):
     Each split is a ``frozenset`` of observed ids on the side that does not hold node 0;
     splits with fewer than two observed variables on a side are trivial and left out, and
     edges that induce the same split (chains of degree-2 hidden nodes) count once.
+
+    Parameters
+    ----------
+    tree : LatentTree
+
+    Returns
+    -------
+    set of frozenset of int
     """
     d = tree.n_observed
     rooted = tree if tree.root == 0 or tree.n_nodes == 1 else tree.rooted_at(0)
@@ -35,8 +43,19 @@ def tree_splits(tree):
 def robinson_foulds(tree_a, tree_b, normalize=False):
     """Robinson-Foulds distance: splits in one tree but not the other.
 
-    With ``normalize=True`` the count is divided by the total number of non-trivial splits
-    of both trees (0 = same topology, 1 = no split in common).
+    Parameters
+    ----------
+    tree_a, tree_b : LatentTree
+        Trees over the same observed variables (``n_observed``); hidden nodes may differ.
+    normalize : bool, default=False
+        Divide the count by the number of non-trivial splits of both trees (0 = the same
+        topology, 1 = no split in common).
+
+    Returns
+    -------
+    int or float
+        The number of non-trivial splits (:func:`tree_splits`) in exactly one of the
+        trees; a float in [0, 1] with ``normalize=True``.
 
     Examples
     --------
@@ -69,9 +88,21 @@ def _leaf_hops(tree):
 
 
 def hop_error(true_tree, estimated_tree, average=False):
-    """Hop error of Song, Parikh & Xing (NIPS 2011) section 6: ``sum_{i<j} |hops*(i,j) - hops(i,j)|
-    / hops*(i,j)``
-    over pairs of observed variables (``average=True`` divides by the number of pairs)."""
+    """Hop error of Song, Parikh & Xing ("Kernel Embeddings of Latent Tree Graphical Models",
+    NIPS 2011, section 6): ``sum_{i<j} |hops*(i, j) - hops(i, j)| / hops*(i, j)`` over the
+    pairs of observed variables, ``hops*`` counted in the true tree.
+
+    Parameters
+    ----------
+    true_tree, estimated_tree : LatentTree
+        Trees over the same observed variables.
+    average : bool, default=False
+        Divide by the number of pairs.
+
+    Returns
+    -------
+    float
+    """
     if true_tree.n_observed != estimated_tree.n_observed:
         raise ValueError("The trees must have the same observed variables.")
     h_true, h_est = _leaf_hops(true_tree), _leaf_hops(estimated_tree)
@@ -80,8 +111,29 @@ def hop_error(true_tree, estimated_tree, average=False):
     return float(err.mean() if average else err.sum())
 
 
-def relative_joint_error(log_p_hat, log_p):
-    """Per-row relative error ``|P_hat(x) - P(x)| / P(x)`` from log-probabilities
-    (the error measure of Song, Ishteva, Parikh, Xing & Park (ICML 2013) and Parikh, Song & Xing
-    (ICML 2011))."""
-    return np.abs(np.expm1(np.asarray(log_p_hat, dtype=float) - np.asarray(log_p, dtype=float)))
+def relative_joint_error(log_p_true, log_p_estimated):
+    """Per-row relative error ``|P_hat(x) - P(x)| / P(x)`` from log-probabilities, the error
+    measure of Parikh, Song & Xing ("A Spectral Algorithm for Latent Tree Graphical
+    Models", ICML 2011) and Song, Ishteva, Parikh, Xing & Park ("Hierarchical Tensor
+    Decomposition of Latent Tree Graphical Models", ICML 2013).
+
+    Parameters
+    ----------
+    log_p_true : array-like of shape (n_samples,)
+        ``log P(x)`` of every row under the true model.
+    log_p_estimated : array-like of shape (n_samples,)
+        ``log P_hat(x)`` under the estimate.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> relative_joint_error(np.log([0.5, 0.2]), np.log([0.25, 0.2]))
+    array([0.5, 0. ])
+    """
+    return np.abs(
+        np.expm1(np.asarray(log_p_estimated, dtype=float) - np.asarray(log_p_true, dtype=float))
+    )

@@ -155,10 +155,16 @@ def test_init_methods_and_structure_option():
     model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, noise=0.3, random_state=0)
     X, X_test = model.sample(20_000, random_state=1), model.sample(2000, random_state=2)
     truth = model.log_likelihood(X_test).mean()
-    for init in ("spectral", "hierarchical", "em"):
+    scores = {}
+    for init in ("spectral", "hierarchical", "tensor"):
         est = QuartetTreeLearner(2, init=init, random_state=0).fit(X)
         assert robinson_foulds(est.tree_, model.tree) == 0
         assert abs(truth - est.score(X_test)) < 0.02
+        scores[init] = est.score(X_test)
+    # "em", the former name of "tensor", warns and fits the same model
+    with pytest.warns(FutureWarning, match='init="tensor"'):
+        est = QuartetTreeLearner(2, init="em", random_state=0).fit(X)
+    assert est.score(X_test) == scores["tensor"]
     for cls in (SpectralLatentTree, HierarchicalTensorLTM):
         est = cls(2, structure="quartet").fit(X)
         assert robinson_foulds(est.tree_, model.tree) == 0

@@ -515,7 +515,8 @@ def fit_em(
     update in log space, ``theta <- theta * (M(theta) / theta) ** step`` (rows
     renormalised), with a step that grows by ``1.3`` after every accepted move and falls
     back to the plain EM update (``step = 1``) as soon as a move would lower the
-    objective - the adaptive over-relaxed EM of Salakhutdinov & Roweis (ICML 2003), which
+    objective - the adaptive over-relaxed EM of Salakhutdinov & Roweis ("Adaptive Overrelaxed
+    Bound Optimization Methods", ICML 2003), which
     keeps EM's monotone objective and needed 4-7x fewer E-steps than plain EM to come
     within 1e-3 nats per row of the optimum on the ground-truth trees of the tests.
 
@@ -676,11 +677,12 @@ def minibatch_em(
 
     The running expected counts move toward each batch's counts scaled to the whole
     data, ``mu <- (1 - eta_t) mu + eta_t (W / W_batch) s_batch``, and the tables are the
-    M-step of ``mu`` after every batch (stepwise EM of Sato & Ishii 2000 and Liang & Klein,
-    NAACL 2009, with step sizes ``eta_t = (t + 2) ** -decay``, ``0.5 < decay <= 1``). Many
-    cheap updates per pass bring a random or moment start near an optimum in a few
-    passes; full-batch EM (:func:`fit_em`) finishes from there, as the objective is only
-    guaranteed not to decrease for full-batch steps.
+    M-step of ``mu`` after every batch (stepwise EM of Sato & Ishii, "On-line EM Algorithm for
+    the Normalized Gaussian Network", Neural Computation, 2000, and Liang & Klein, "Online
+    EM for Unsupervised Models", NAACL 2009, with step sizes ``eta_t = (t + 2) ** -decay``,
+    ``0.5 < decay <= 1``). Many cheap updates per pass bring a random or moment start near
+    an optimum in a few passes; full-batch EM (:func:`fit_em`) finishes from there, as the
+    objective is only guaranteed not to decrease for full-batch steps.
 
     Parameters
     ----------

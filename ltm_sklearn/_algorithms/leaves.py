@@ -329,7 +329,7 @@ class BumpLeaves:
             "center_": self.encoder.center_,
             "scale_": self.encoder.scale_,
             "feature_map_": self.feature_map,
-            "centres_": self.centres,
+            "centers_": self.centres,
             "bandwidth_scores_": self.bandwidth_scores,
             "bandwidths_": self.bandwidths,
         }

@@ -43,6 +43,17 @@ def whiten(M2, n_components):
     Returns ``W`` of shape ``(n, k)`` with ``W^T M2 W = I_k`` over the top ``k``
     eigenpairs; raises ``ValueError`` when ``M2`` has fewer than ``k`` positive eigenvalues.
 
+    Parameters
+    ----------
+    M2 : ndarray of shape (n, n)
+        Symmetric positive semi-definite matrix.
+    n_components : int
+        ``k``, at most ``n``.
+
+    Returns
+    -------
+    ndarray of shape (n, k)
+
     Examples
     --------
     >>> import numpy as np
@@ -91,6 +102,14 @@ def tensor_power_method(
         Symmetric tensor.
     n_components : int, default=None
         Number of eigenpairs (default ``k``).
+    n_restarts : int, default=10
+        Random unit starts per component.
+    n_iter : int, default=100
+        Power iterations of every start, and of the best start once more.
+    tol : float, default=1e-12
+        A start stops iterating once its vector moves by less than this.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the starts.
 
     Returns
     -------
@@ -231,6 +250,8 @@ def three_view_decomposition(P12, P13, P23, triple, n_components, random_state=N
         Either the dense ``(n_1, n_2, n_3)`` moment or a function ``(B1, B2, B3) -> E[B1 x_1
         (x) B2 x_2 (x) B3 x_3]`` returning a ``(k, k, k)`` projected moment.
     n_components : int
+    random_state : int, RandomState instance or None, default=None
+        Seeds the tensor power method's starts (:func:`tensor_power_method`).
 
     Returns
     -------
@@ -698,6 +719,19 @@ def expand_states(tree, root_marginal, cpts, n_states, random_state=None, noise=
     observed distribution is unchanged (exactly, with ``noise=0``); ``noise > 0``
     perturbs the copied rows multiplicatively by up to ``noise`` so that EM can tell the
     copies apart.
+
+    Parameters
+    ----------
+    tree : LatentTree
+    root_marginal : ndarray of shape (k_root,)
+    cpts : dict node -> ndarray of shape (k_parent, k_node)
+        A table for every non-root node.
+    n_states : int
+        States of every hidden node afterwards, at least its current number.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the perturbation (``noise > 0``).
+    noise : float, default=0.0
+        Relative perturbation of the copied rows.
 
     Returns
     -------

@@ -1,6 +1,7 @@
 """Per-column maps to near-Gaussian margins: the Yeo-Johnson power transformation.
 
-``psi(x, lam)`` (Yeo & Johnson 2000) is ``((x + 1)^lam - 1) / lam`` for ``x >= 0`` and
+``psi(x, lam)`` (Yeo & Johnson, "A New Family of Power Transformations to Improve Normality
+or Symmetry", Biometrika, 2000) is ``((x + 1)^lam - 1) / lam`` for ``x >= 0`` and
 ``-((1 - x)^(2 - lam) - 1) / (2 - lam)`` for ``x < 0`` (the logarithms at ``lam = 0`` and
 ``lam = 2``). It is smooth and increasing, so a density ``q`` on the transformed value is
 the density ``q(psi(x)) psi'(x)`` on ``x``, with

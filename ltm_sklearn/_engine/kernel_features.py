@@ -69,7 +69,8 @@ class RBFFeatureMap:
     smoothing kernel and the embedding of the data is a kernel density estimate - with
     bandwidth ``h_j = bandwidth_scale * median |x - x'|`` (the median heuristic, computed on
     a grid of weighted quantiles). It is approximated by the Nystroem method
-    (Williams & Seeger 2001; the map of ``sklearn.kernel_approximation.Nystroem``) on
+    (Williams & Seeger, "Using the Nystrom Method to Speed Up Kernel Machines", NIPS 2000,
+    published 2001; the map of ``sklearn.kernel_approximation.Nystroem``) on
     ``n_components`` landmarks placed at the weighted quantiles ``(l - 1/2) / m`` of the
     column (plus up to ``n_components`` evenly spaced ones where consecutive quantiles
     are more than ``h_j`` apart, as in a heavy tail):

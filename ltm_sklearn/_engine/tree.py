@@ -67,8 +67,14 @@ class LatentTree:
 
     Attributes
     ----------
+    edges : list of tuple of int
+        The undirected edges ``(u, v)``, ``u < v``, sorted.
     n_nodes : int
     n_observed : int
+    feature_names : list of str or None
+        Names of the observed nodes, as given.
+    hidden_nodes, observed_nodes, leaves : list of int
+        Ids of the hidden nodes, of the observed nodes and of the nodes of degree one.
     root : int
     parent : ndarray of shape (n_nodes,)
         Parent of each node in the rooted tree, ``-1`` for the root.

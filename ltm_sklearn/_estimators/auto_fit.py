@@ -583,8 +583,8 @@ def select_state_pruning(est, choice, moments, split):
     weight) than ``_PRUNE_ROWS_MIN``, doubled while the held-out score improves by more
     than ``tol`` nats per row (:func:`_doubling_walk`), are removed
     (:func:`~ltm_sklearn._algorithms.hidden_states.prune_states`): no EM, one held-out
-    evaluation each. On the digits demo (1,257 rows, four members at ``k' = 32``, 128
-    states a hidden node) the held-out rows chose 0.5 rows: the test log-likelihood
+    evaluation each. On the digits demo (1,257 rows; on the benchmarks' machine four
+    members at ``k' = 32``, 128 states a hidden node) the held-out rows chose 0.5 rows: the test log-likelihood
     rose from -27.41 to -27.30 nats per row, with 68% of the states; over eight seeds
     every one gained, 0.08 on average (``benchmarks/bench_states.py``).
     """

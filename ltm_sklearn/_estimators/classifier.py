@@ -122,15 +122,15 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     every scikit-learn classifier.
 
     Measured (stratified 5-fold log-loss, the default estimator;
-    ``benchmarks/bench_classify.py``): the per-class models lead on tables whose classes
-    differ in structure (lymphography 0.021 against one-hot ``LogisticRegression``'s
-    0.071), the joint model where the classes share it (german 0.531 against 0.542 per
-    class). The calibrated pool follows the better part: it is at or below the better of
-    ``CategoricalNB`` and ``LogisticRegression`` on six of the seven bundled categorical
-    tables (breast 0.556, monk2 0.052, car 0.051, lymphography 0.011, contraceptive
-    1.013, german 0.513) and above it on marketing (1.757 against 1.752; its nine
-    classes need the joint model's state per class: 1.794 with k' = 2); so it is the
-    default. ``n_hidden_states="auto"`` leads on marketing (1.707) and german (0.512) in
+    ``benchmarks/results/bench_classify.md``): the per-class models lead on tables whose
+    classes differ in structure (lymphography 0.019 against one-hot
+    ``LogisticRegression``'s 0.071), the joint model where the classes share it (german
+    0.531 against 0.534 per class). The calibrated pool follows the better part: it is at
+    or below the better of ``CategoricalNB`` and ``LogisticRegression`` on six of the
+    seven bundled categorical tables (breast 0.540, monk2 0.052, car 0.051, lymphography
+    0.029, contraceptive 1.013, german 0.516) and above it on marketing (1.757 against
+    1.752; its nine classes need the joint model's state per class); so it is the
+    default. ``n_hidden_states="auto"`` leads on marketing (1.707) and german (0.509) in
     four to seven times the fit. ``model="select"`` costs about four times the
     fit. Gradient boosting wins the two tables whose class is a rule of the columns
     (monk2 0.0005, car 0.014).
@@ -143,9 +143,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         Chow-Liu tree for every model, at its ``k' = 2`` for the class models and with
         ``k'`` raised to the number of classes (as far as the rows estimate it) for the
         joint model. ``SpectralLatentTree()`` races its six structures
-        on held-out rows instead, in 1.6-2.9 times the fit: it leads on monk2 (0.037
-        against 0.057) and is 0.004-0.021 worse on breast, lymphography, german and
-        marketing (``benchmarks/results/bench_classify.md``).
+        on held-out rows instead, in 2.5-6 times the fit: it leads on monk2 (0.031
+        against 0.052) and by 0.001-0.002 on lymphography and contraceptive, and is
+        0.003-0.024 worse on breast, car, german and marketing
+        (``benchmarks/results/bench_classify.md``).
     model : {"auto", "pooled", "per_class", "joint", "select"}, default="auto"
         Which model gives the class posteriors (see above). ``"select"``: the one of
         lowest out-of-fold log-loss on the training rows (3 folds keyed on the rows'

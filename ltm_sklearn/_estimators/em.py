@@ -90,12 +90,19 @@ class LatentTreeEM(BaseLatentTree):
         The structure method used (the selected one with ``structure="auto"``).
     structure_scores_ : dict
         Held-out log-likelihood per row of every candidate (``structure="auto"`` only).
-    n_hidden_states_, n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, n_members_scores_,
-    min_state_rows_, min_state_rows_scores_, hidden_state_counts_
+    n_hidden_states_, n_hidden_states_scores_, alpha_, alpha_scores_, n_members_,
+    n_members_scores_, min_state_rows_, min_state_rows_scores_, hidden_state_counts_,
+    unseen_proba_, softening_, softening_scores_, entropy_, entropy_scores_
         As in :class:`SpectralLatentTree`.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has feature names.
+
+    References
+    ----------
+    A. Anandkumar, R. Ge, D. Hsu, S. M. Kakade and M. Telgarsky, "Tensor Decompositions for
+    Learning Latent Variable Models", JMLR 15, 2014: the tensor power method and the
+    three-view decomposition behind ``init="tensor"``.
 
     Examples
     --------

@@ -106,9 +106,9 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
     """Gaussian latent tree: continuous hidden variables over Gaussian columns, or a
     mixture of such trees under a discrete root.
 
-    Every node is linear-Gaussian in its parent, ``x_v = a_v x_u + b_v + e_v`` (Choi et
-    al. 2011, section 2.2; Parikh, Song & Xing (ICML 2011)), so the model follows linear dependence
-    between
+    Every node is linear-Gaussian in its parent, ``x_v = a_v x_u + b_v + e_v`` (Choi, Tan,
+    Anandkumar & Willsky, "Learning Latent Tree Graphical Models", JMLR 2011, section 2.2;
+    Parikh, Song & Xing (ICML 2011)), so the model follows linear dependence between
     columns exactly, with ``O(d)`` parameters instead of a full covariance's ``O(d^2)``.
     With ``n_components > 1`` a discrete root switches between linear-Gaussian regimes
     (one structure, their own coefficients): clusters and linear dependence together.
@@ -138,10 +138,11 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         factor), ``"chow_liu"`` (the Gaussian Chow-Liu tree, no hidden variables),
         ``"hclt"`` / ``"grouped_hclt"`` (a hidden variable per column or per group of
         columns along the Chow-Liu tree), ``"tree_mixture"`` (a Chow-Liu tree per
-        component, re-learned in every M-step: the mixture of trees of Meila & Jordan
-        2000 with Gaussian nodes), ``"grouped_leaves"`` (the ``"grouped_hclt"`` tree with
-        up to 4 columns per hidden variable, each group one *multivariate leaf*: the
-        noises of its columns correlated, a full covariance within the group),
+        component, re-learned in every M-step: the mixture of trees of Meila & Jordan,
+        "Learning with Mixtures of Trees", JMLR 2000, with Gaussian nodes),
+        ``"grouped_leaves"`` (the ``"grouped_hclt"`` tree with up to 4 columns per hidden
+        variable, each group one *multivariate leaf*: the noises of its columns
+        correlated, a full covariance within the group),
         ``"full"`` (one hidden variable over all columns, one multivariate leaf: every
         component a full-covariance Gaussian, the limit of multivariate leaves where
         every column depends linearly on all others), ``"auto"`` (the best of

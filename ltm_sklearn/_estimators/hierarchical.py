@@ -78,8 +78,9 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
     ----------
     tree_, root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, structure_,
     structure_scores_, n_hidden_states_, n_hidden_states_scores_, alpha_, alpha_scores_,
-    n_members_, min_state_rows_, min_state_rows_scores_, hidden_state_counts_, lower_bound_,
-    n_iter_, converged_, n_features_in_, feature_names_in_
+    n_members_, n_members_scores_, min_state_rows_, min_state_rows_scores_,
+    hidden_state_counts_, softening_, softening_scores_, entropy_, entropy_scores_,
+    lower_bound_, n_iter_, converged_, n_features_in_, feature_names_in_
         As in :class:`SpectralLatentTree`.
 
     Notes
@@ -89,10 +90,9 @@ class HierarchicalTensorLTM(ObservableMixin, BaseLatentTree):
 
     References
     ----------
-    L. Song, M. Ishteva, A. Parikh, E. Xing, H. Park. Hierarchical Tensor Decomposition of
-    Latent Tree Graphical Models. ICML 2013 (Song, Ishteva, Parikh, Xing & Park (ICML 2013)),
-    Algorithm 1, Theorem 3,
-    eqs. (5)-(6) and section 5.2.
+    L. Song, M. Ishteva, A. Parikh, E. Xing and H. Park, "Hierarchical Tensor Decomposition
+    of Latent Tree Graphical Models", ICML 2013: Algorithm 1, Theorem 3, eqs. (5)-(6) and
+    section 5.2.
 
     Examples
     --------

@@ -167,7 +167,8 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         the training rows (the split of ``structure="auto"``), both forms fitted on the
         80%, the chosen one re-fitted on all rows; with a categorical column only the
         discrete form applies and is fitted directly, and so is it on rows too few to
-        hold out a fifth and keep 10 for its own choices (about 13), with
+        hold out a fifth and keep 10 for its own choices (on wine, under 18-19 rows: the
+        split is drawn from the rows' values), with
         ``max_iter=0`` (the moment estimate) and with a given ``bandwidth`` or
         ``bandwidth_scale`` (the kernel model's own). Follow
         linear dependence between columns with ``"gaussian"``, clusters and non-Gaussian
@@ -256,7 +257,7 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
     center_, scale_ : ndarray of shape (n_features,)
         Weighted mean and standard deviation of every continuous column (scale 1 for a
         constant or categorical column).
-    centres_ : list of ndarray
+    centers_ : list of ndarray
         Bump centres of every continuous column (its landmarks, standardised units);
         ``None`` for a categorical one.
     bandwidths_ : ndarray of shape (n_features,)
@@ -278,6 +279,10 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
         ``k'`` tried (``n_hidden_states="auto"`` only).
     alpha_ : float
         The pseudo-count used (``alpha``; ``"auto"`` is not offered here).
+    n_members_, min_state_rows_, hidden_state_counts_, softening_, entropy_
+        As in :class:`SpectralLatentTree`, at the values this model fits with (it has no
+        such parameters): one member, every hidden state kept (``k'`` per hidden node),
+        no softening and no entropy regularisation.
     raw_estimate_ : SpectralParams
         The kernel estimate of Song, Parikh & Xing (NIPS 2011) (observable representation), for
         research
@@ -298,8 +303,8 @@ class KernelLatentTree(GaussianFormMixin, KernelQueryMixin, BaseLatentTree):
 
     References
     ----------
-    L. Song, A. P. Parikh, E. P. Xing. Kernel Embeddings of Latent Tree Graphical Models.
-    NIPS 2011 (Song, Parikh & Xing (NIPS 2011)), sections 4.2-4.3 and eq. (12).
+    L. Song, A. P. Parikh and E. P. Xing, "Kernel Embeddings of Latent Tree Graphical
+    Models", NIPS 2011: sections 4.2-4.3 and eq. (12).
 
     Examples
     --------

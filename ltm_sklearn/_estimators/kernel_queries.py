@@ -17,7 +17,7 @@ __all__ = ["KernelQueryMixin"]
 
 class KernelQueryMixin:
     """``conditional_mean``, ``conditional_variance`` and ``conditional_proba`` of the
-    kernel model (fitted ``tree_``, ``cpts_``, ``centres_``, the hooks ``_evidence`` and
+    kernel model (fitted ``tree_``, ``cpts_``, ``centers_``, the hooks ``_evidence`` and
     ``_encode``)."""
 
     @answered_by_gaussian_form
@@ -75,7 +75,7 @@ class KernelQueryMixin:
             )
         Z = self._encode(self._validate_X(X, reset=False)).X.copy()
         Z[:, j] = np.nan
-        centres = self.centres_[j]
+        centres = self.centers_[j]
         shift = centres.min() - 1.0  # positive messages: E[x] = E[x - shift] + shift
         first = centres - shift
         mean, second = np.empty(Z.shape[0]), np.empty(Z.shape[0])

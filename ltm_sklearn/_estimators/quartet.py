@@ -1,20 +1,22 @@
-"""QuartetTreeLearner: structure from quartet tests (Ishteva, Park & Song (ICML 2013)), parameters
-from a
-selectable moment or likelihood method."""
+"""QuartetTreeLearner: structure from quartet tests (Ishteva, Park & Song (ICML 2013)),
+parameters from a selectable moment or likelihood method."""
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral
 
 from .._algorithms.hierarchical import fit_hierarchical
 from .._algorithms.spectral import fit_spectral
 from .._algorithms.structure import learn_tree_quartets
 from .._algorithms.tensor import tensor_cpts
+from .._engine.user_frames import user_stacklevel
 from .base import BaseLatentTree
 from .sklearn_internals import Interval, StrOptions
 from .spectral import ObservableMixin
 
-INIT_METHODS = ("spectral", "hierarchical", "em")
+#: ``"em"`` is the former name of ``"tensor"`` (deprecated)
+INIT_METHODS = ("spectral", "hierarchical", "tensor", "em")
 
 
 class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
@@ -36,10 +38,12 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         ``k'`` (``"auto"`` as in :class:`SpectralLatentTree`): hidden states of the
         parameter model, rank of the projected quartet moments, and the rank beyond which
         the quartet tests measure the unfoldings.
-    init : {"spectral", "hierarchical", "em"}, default="spectral"
+    init : {"spectral", "hierarchical", "tensor"}, default="spectral"
         The explicit parameters on the learned tree before EM: those of the spectral or
         the hierarchical algorithm (whose raw estimate is ``raw_estimate_``), or the
-        tensor decomposition of the empirical moments (``"em"``). They are the model with
+        tensor decomposition of the empirical moments (``"tensor"``, as
+        :class:`LatentTreeEM`'s ``init="tensor"``; ``"em"``, its former name, is
+        deprecated and will be removed in 0.3). They are the model with
         ``max_iter=0`` and the start of the automatic fit's candidates; EM at a given
         ``k'`` within what the moments identify starts from the tensor decomposition
         (see :class:`SpectralLatentTree`).
@@ -89,9 +93,14 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         Smallest gap between the best and second best summed score of a decision.
     root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, n_hidden_states_,
     n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, n_members_scores_,
-    min_state_rows_, min_state_rows_scores_, hidden_state_counts_, lower_bound_, n_iter_,
-    converged_, n_features_in_, feature_names_in_
+    min_state_rows_, min_state_rows_scores_, hidden_state_counts_, softening_,
+    softening_scores_, entropy_, entropy_scores_, lower_bound_, n_iter_, converged_,
+    n_features_in_, feature_names_in_
         As in :class:`SpectralLatentTree`.
+    structure_ : str
+        ``"quartet"``.
+    structure_scores_ : dict
+        Empty: the quartet tree is the only candidate.
 
     Notes
     -----
@@ -104,8 +113,8 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
 
     References
     ----------
-    M. Ishteva, H. Park, L. Song. Unfolding latent tree structures using 4th order tensors
-    (Ishteva, Park & Song (ICML 2013)), Algorithms 1 and 2, Lemmas 4-5.
+    M. Ishteva, H. Park and L. Song, "Unfolding Latent Tree Structures using 4th Order
+    Tensors", ICML 2013: Algorithms 1 and 2, Lemmas 4-5.
 
     Examples
     --------
@@ -182,14 +191,27 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         self.min_quartet_margin_ = float(info.min_margin)
         return tree
 
+    def _init_method(self):
+        if self.init == "em":
+            warnings.warn(
+                'init="em" was renamed init="tensor" (the tensor decomposition of the '
+                "empirical moments, as LatentTreeEM's); the old name will be removed in 0.3.",
+                FutureWarning,
+                stacklevel=user_stacklevel(),
+            )
+            return "tensor"
+        return self.init
+
     def _fit_raw(self, raw_tree, moments, k, unseen_proba):
-        fit_raw = fit_hierarchical if self.init == "hierarchical" else fit_spectral
+        fit_raw = fit_hierarchical if self._init_method() == "hierarchical" else fit_spectral
         return fit_raw(raw_tree, moments, k, unseen_proba)
 
     def _initial_parameters(self, tree, moments, k, rng):
-        if self.init == "em":
+        if self._init_method() == "tensor":
             return (*tensor_cpts(tree, moments, k, random_state=rng), {})
         return super()._initial_parameters(tree, moments, k, rng)
 
     def _raw_extras(self, tree, moments, k):
-        return {} if self.init == "em" else super()._raw_extras(tree, moments, k)
+        if self._init_method() == "tensor":
+            return {}
+        return super()._raw_extras(tree, moments, k)

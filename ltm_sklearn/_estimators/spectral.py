@@ -97,7 +97,9 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         80% of the rows (at most 20,000) and keeps the one with the best log-likelihood on
         the others (at most 5,000; ``structure_scores_``; a latent structure within one
         standard error of the Chow-Liu tree wins). ``"chow_liu"``: the maximum-likelihood
-        tree over the columns, no hidden nodes (Chow & Liu 1968). ``"hclt"``: a hidden node
+        tree over the columns, no hidden nodes (Chow & Liu, "Approximating Discrete Probability
+        Distributions with Dependence Trees", IEEE Transactions on Information Theory,
+        1968). ``"hclt"``: a hidden node
         above every column, linked along the Chow-Liu tree; ``"grouped_hclt"``: hidden
         nodes above groups of the most dependent columns
         (:func:`~ltm_sklearn.structure.hidden_chow_liu`,
@@ -107,7 +109,8 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         under balanced minimum evolution
         (:func:`~ltm_sklearn.structure.minimum_evolution_search`), ``"nj"`` neighbor
         joining, recursive grouping, Chow-Liu recursive grouping or Chow-Liu neighbor
-        joining (Choi et al. 2011; the last three may place columns at internal nodes,
+        joining (Choi, Tan, Anandkumar & Willsky, "Learning Latent Tree Graphical Models",
+        JMLR 2011; the last three may place columns at internal nodes,
         test tolerance ``2 / sqrt(n_samples)``). ``"star"``: one hidden node joined to
         every column (a latent class model). ``"quartet"``: quartet tests on 4-way
         moments (Ishteva, Park & Song (ICML 2013), see :class:`QuartetTreeLearner`).
@@ -153,12 +156,15 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         ``n_members * n_hidden_states_`` states, member by member; see
         :func:`~ltm_sklearn._algorithms.em.average_members`). The fits after the first start
         at random. Averaging reduces the variance of EM's local optima: on the density
-        benchmark two members gained 0.15 nats per row on bnetflix where a single model
-        with twice the states overfits (see the user guide). ``"auto"``: with
+        benchmark three members at ``k' = 24`` gained 0.20 nats per row on bnetflix
+        (``bench_debd.md``) where a single model with twice the states overfits (see the
+        user guide). ``"auto"``: with
         ``n_hidden_states="auto"``, chosen with ``k'`` on the same held-out rows - members
         added one at a time, at most 4, while the held-out log-likelihood of the average
         gains (``n_members_scores_``); with a given ``k'``, one fit. Needs every column at
-        a leaf (one fit is kept otherwise, with a warning for a number); costs
+        a leaf (one fit is kept otherwise, with a warning for a number; a tree without
+        hidden nodes, as ``"chow_liu"``, has nothing to average and keeps one fit
+        silently); costs
         ``n_members_`` final fits.
     min_state_rows : float >= 0 or "auto", default="auto"
         Hidden states are removed from the fitted model when it expects fewer training
@@ -170,8 +176,8 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         ``"auto"`` choice, or several candidate structures), chosen on its held-out
         rows once the model is chosen - none, then 0.5 rows doubled while the held-out
         log-likelihood gains more than ``tol`` per row (``min_state_rows_scores_``);
-        without one, every state is kept. On the digits demo (1,257 rows, four members
-        of 32 states) it removed the states of under half a row: test log-likelihood
+        without one, every state is kept. On the digits demo (1,257 rows; four members
+        of 32 states on the benchmarks' machine) it removed the states of under half a row: test log-likelihood
         -27.30 against -27.41 nats per row, with 68% of the states (see the user guide).
     max_iter : int, default=300
         EM iterations that polish the moment estimate (``0``: the moment estimate).
@@ -187,7 +193,10 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         process may use, at most ``OMP_NUM_THREADS``, as scikit-learn's ``KMeans`` uses
         its threads; the result does not depend on it); row chunks counted in parallel
         threads when estimating moments; the two starts of the minimum-evolution search
-        (``structure="me"``, a candidate of ``"auto"``) in parallel processes.
+        (``structure="me"``, a candidate of ``"auto"``) in parallel processes; and the
+        candidate fits of the automatic choices (``"auto"`` values), which run in this
+        process and up to ``n_jobs - 1`` worker processes when a batch of them is long
+        enough to pay for the workers (the user guide, "Candidates side by side").
     random_state : int, RandomState instance or None, default=None
         Seeds the tensor power method's starts, random starts and the perturbation of
         copied hidden states; an integer also seeds the held-out split of the ``"auto"``
@@ -264,11 +273,11 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
 
     References
     ----------
-    A. P. Parikh, L. Song, E. P. Xing. A Spectral Algorithm for Latent Tree Graphical Models.
-    ICML 2011 (Parikh, Song & Xing (ICML 2011)), Algorithm 1 and eqs. (29)-(34). A. Anandkumar et
-    al. Tensor
-    Decompositions for Learning Latent Variable Models (Anandkumar et al. (JMLR 2014)), Theorems
-    2.3-2.4.
+    A. P. Parikh, L. Song and E. P. Xing, "A Spectral Algorithm for Latent Tree Graphical
+    Models", ICML 2011: Algorithm 1 and eqs. (29)-(34).
+
+    A. Anandkumar, R. Ge, D. Hsu, S. M. Kakade and M. Telgarsky, "Tensor Decompositions for
+    Learning Latent Variable Models", JMLR 15, 2014: Theorems 2.3-2.4.
 
     Examples
     --------

@@ -349,7 +349,8 @@ class GaussianLatentTreeModel:
     """Linear-Gaussian latent tree, or a mixture of them (a discrete root over trees).
 
     Every node is linear in its parent, ``x_v = a_v x_u + b_v + e_v`` with
-    ``e_v ~ N(0, s_v)`` (Choi et al. 2011, section 2.2); hidden variables are continuous,
+    ``e_v ~ N(0, s_v)`` (Choi, Tan, Anandkumar & Willsky, "Learning Latent Tree Graphical
+    Models", JMLR 2011, section 2.2); hidden variables are continuous,
     of mean 0 and variance 1 (per component). With ``n_components > 1`` a discrete root
     picks which coefficients generate the row. The log-density is exact, NaN marginalised.
 

@@ -36,6 +36,16 @@ def spanning_tree_edges(D):
     (maximum dependence) tree over the observed variables; :func:`chow_liu` builds that
     tree, as a :class:`~ltm_sklearn.tree.LatentTree`, from mutual information.
 
+    Parameters
+    ----------
+    D : ndarray of shape (n, n)
+        Symmetric distances, zero diagonal.
+
+    Returns
+    -------
+    list of tuple of int
+        ``n - 1`` edges ``(i, j)``, ``i < j``, sorted.
+
     Examples
     --------
     >>> import numpy as np
@@ -69,7 +79,9 @@ def _prim(D):
 
 
 def chow_liu(mutual_info, feature_names=None):
-    """The Chow-Liu tree (Chow & Liu 1968) over the observed columns, no hidden nodes.
+    """The Chow-Liu tree over the observed columns, no hidden nodes (Chow & Liu,
+    "Approximating Discrete Probability Distributions with Dependence Trees", IEEE
+    Transactions on Information Theory, 1968).
 
     The maximum-weight spanning tree of the pairwise mutual information: among all trees
     over the columns, the one of maximum likelihood. Every column is an observed node;
@@ -79,6 +91,8 @@ def chow_liu(mutual_info, feature_names=None):
     ----------
     mutual_info : array-like of shape (d, d)
         Pairwise mutual information (:func:`~ltm_sklearn.structure.mutual_information`).
+    feature_names : sequence of str, default=None
+        Names of the observed variables, kept on the returned tree.
 
     Returns
     -------
@@ -108,6 +122,8 @@ def clrg(D, threshold=1e-8, feature_names=None):
         Tree distances between observed variables.
     threshold : float, default=1e-8
         Tolerance of the recursive-grouping tests, as in :func:`recursive_grouping`.
+    feature_names : sequence of str, default=None
+        Names of the observed variables, kept on the returned tree.
 
     Returns
     -------
@@ -131,6 +147,20 @@ def clnj(D, threshold=1e-8, feature_names=None):
 
     Hidden nodes joined to an observed node by an edge shorter than ``threshold`` are merged
     into it, so observed variables can be internal nodes.
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, n)
+        Symmetric tree-metric estimate over the observed variables, zero diagonal.
+    threshold : float, default=1e-8
+        Hidden nodes closer than this to an observed neighbour are merged into it
+        (:func:`sample_threshold` gives the usual tolerance for ``N`` rows).
+    feature_names : sequence of str, default=None
+        Names of the observed variables, kept on the tree.
+
+    Returns
+    -------
+    LatentTree
 
     Examples
     --------

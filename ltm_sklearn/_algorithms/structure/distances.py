@@ -30,7 +30,8 @@ def spectral_distance(moments, n_hidden_states):
 
     ``d(i, j) = -log pdet_k P[X_i, X_j] + (log pdet_k diag P[X_i] + log pdet_k diag P[X_j]) / 2``
     where ``pdet_k`` is the product of the top ``k = min(k', n_i, n_j)`` singular values.
-    On one-hot features this is the information distance of Choi et al. (2011), additive
+    On one-hot features this is the information distance of Choi, Tan, Anandkumar &
+    Willsky ("Learning Latent Tree Graphical Models", JMLR 2011), additive
     along the paths of a latent tree whose hidden nodes have ``k'`` states.
 
     Parameters
@@ -112,7 +113,8 @@ def mutual_information(moments):
 
     Computed from the pair tables of ``moments`` (rows observing both columns); the
     weight of the maximum-weight spanning tree of this matrix is the log-likelihood gain
-    of the Chow-Liu tree over independence (Chow & Liu 1968).
+    of the Chow-Liu tree over independence (Chow & Liu, "Approximating Discrete Probability
+    Distributions with Dependence Trees", IEEE Transactions on Information Theory, 1968).
 
     Parameters
     ----------
@@ -195,10 +197,21 @@ def gaussian_distance(X):
     The baseline of Song, Parikh & Xing (NIPS 2011) Fig. 1, and the metric of the Gaussian latent
     tree: on a
     tree of linear-Gaussian nodes the correlation of two nodes is the product of the edge
-    correlations along their path (Choi et al. 2011, section 2.2), so ``-log |corr|`` adds
+    correlations along their path (Choi, Tan, Anandkumar & Willsky, "Learning Latent Tree
+    Graphical Models", JMLR 2011, section 2.2), so ``-log |corr|`` adds
     up along paths. ``X`` is continuous, shape ``(n_samples, d)``; NaN entries are allowed
     (each correlation from the rows observing both columns, :func:`pairwise_correlation`).
     Constant columns get an infinite-like distance (correlation floored at 1e-300).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Continuous columns; NaN marks a missing entry.
+
+    Returns
+    -------
+    ndarray of shape (n_features, n_features)
+        Symmetric, zero diagonal.
     """
     return correlation_distance(pairwise_correlation(X))
 
@@ -247,6 +260,18 @@ def pairwise_correlation(X, sample_weight=None):
     NaN marks a missing entry; infinite entries are refused. A pair observed together in
     fewer than two rows, or a column constant on those rows, gets correlation 0.
 
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Continuous columns; NaN marks a missing entry.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative frequency weights of the rows.
+
+    Returns
+    -------
+    ndarray of shape (n_features, n_features)
+        Symmetric, ones on the diagonal.
+
     Examples
     --------
     >>> X = np.array([[0.0, 1.0], [1.0, np.nan], [2.0, 3.0], [3.0, 2.0], [4.0, 5.0]])
@@ -289,8 +314,19 @@ def pairwise_correlation(X, sample_weight=None):
 
 def nonparanormal_distance(X):
     """Nonparanormal tree metric: :func:`gaussian_distance` after mapping every column to
-    normal scores ``Phi^-1(rank / (n + 1))`` (Liu, Lafferty & Wasserman 2009), the second
-    baseline of Song, Parikh & Xing (NIPS 2011) Fig. 1."""
+    normal scores ``Phi^-1(rank / (n + 1))`` (Liu, Lafferty & Wasserman, "The Nonparanormal:
+    Semiparametric Estimation of High Dimensional Undirected Graphs", JMLR 2009), the second
+    baseline of Song, Parikh & Xing (NIPS 2011) Fig. 1.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Continuous columns; NaN marks a missing entry.
+
+    Returns
+    -------
+    ndarray of shape (n_features, n_features)
+    """
     X = _continuous(X)
     n = X.shape[0]
     Z = ndtri(rankdata(X, axis=0) / (n + 1.0))

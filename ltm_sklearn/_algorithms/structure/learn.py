@@ -42,6 +42,16 @@ def sample_threshold(n_samples):
     Estimated information distances have standard errors of order ``1 / sqrt(N)``; the
     tests of recursive grouping (``Phi`` constant, ``Phi = d``) and the merging of short
     hidden-observed edges accept differences up to ``2 / sqrt(N)``.
+
+    Parameters
+    ----------
+    n_samples : int or float
+        Rows (or the total weight) the distances were estimated from, positive.
+
+    Returns
+    -------
+    float
+        ``2 / sqrt(n_samples)``.
     """
     return _THRESHOLD_SCALE / np.sqrt(max(float(n_samples), 1.0))
 
@@ -87,6 +97,8 @@ def learn_tree(
         of categorical data (``bench_structure.py``); :class:`GaussianLatentTree` passes
         ``None`` (with it, its ``structure="me"`` lost 0.05-0.47 nats per row on three
         numeric tables of ``bench_continuous.py``).
+    feature_names : sequence of str, default=None
+        Names of the observed variables, kept on the returned tree.
 
     Returns
     -------

@@ -1,4 +1,8 @@
-"""Neighbor joining (Saitou & Nei 1987) returning a latent tree."""
+"""Neighbor joining (Saitou & Nei, "The Neighbor-Joining Method: A New Method for
+Reconstructing Phylogenetic Trees", Molecular Biology and Evolution, 1987) returning a
+latent tree; BIONJ's reduction (Gascuel, "BIONJ: An Improved Version of the NJ
+Algorithm Based on a Simple Model of Sequence Data", Molecular Biology and Evolution,
+1997)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ def neighbor_joining(D, feature_names=None):
     ----------
     D : array-like of shape (d, d)
         Symmetric distances.
+    feature_names : sequence of str, default=None
+        Names of the observed variables, kept on the returned tree.
 
     Returns
     -------

@@ -35,6 +35,8 @@ def recursive_grouping(D, threshold=1e-8, feature_names=None):
         ``|mean_k Phi_ijk - d(i, j)|`` below it count as equal. Use ``0+`` for exact
         distances; for estimated distances it should scale like their standard error
         (the estimators derive it from the sample size).
+    feature_names : sequence of str, default=None
+        Names of the observed variables, kept on the returned tree.
 
     Returns
     -------

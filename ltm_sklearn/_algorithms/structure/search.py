@@ -2,8 +2,11 @@
 
 Distance-based joins are only a start: long distances are noisy (they saturate), and
 one early wrong join is never repaired. Phylogenetics improves such a start by local
-rearrangements under the *balanced minimum evolution* (BME) criterion (Desper & Gascuel
-2002; FastME, Lefort, Desper & Gascuel 2015): the length of a binary tree ``T``
+rearrangements under the *balanced minimum evolution* (BME) criterion (Desper & Gascuel,
+"Fast and Accurate Phylogeny Reconstruction Algorithms Based on the Minimum-Evolution
+Principle", Journal of Computational Biology, 2002; FastME: Lefort, Desper & Gascuel,
+"FastME 2.0: A Comprehensive, Accurate, and Fast Distance-Based Phylogeny Inference
+Program", Molecular Biology and Evolution, 2015): the length of a binary tree ``T``
 estimated from a distance matrix ``D`` is Pauplin's
 
     L(T) = sum_{i < j} 2^(1 - tau_ij) D_ij,                  (tau_ij: edges on the path)
@@ -13,7 +16,9 @@ apart leaves counts little. The tree of smallest ``L`` is a consistent estimate 
 topology for any tree metric, and BME is the criterion the neighbor-joining Q-criterion
 optimises greedily.
 
-* :func:`bionj` - BIONJ (Gascuel 1997): neighbor joining whose reduction step weighs the
+* :func:`bionj` - BIONJ (Gascuel, "BIONJ: An Improved Version of the NJ Algorithm Based
+  on a Simple Model of Sequence Data", Molecular Biology and Evolution, 1997): neighbor
+  joining whose reduction step weighs the
   two joined nodes by the inverse variance of their distances (variance of an estimated
   spectral distance grows like ``exp(2 d)`` - the default), so noisy long distances
   contribute less to the new node's distances.
@@ -63,13 +68,25 @@ def spectral_variance(D):
     A distance ``d = -log s`` estimated from ``N`` rows has variance about
     ``var(s) / s^2 ~ exp(2 d) / N`` (delta method): the longer the distance, the noisier.
     Only ratios matter to :func:`bionj`, so ``N`` is left out.
+
+    Parameters
+    ----------
+    D : ndarray of shape (n, n)
+        Distances.
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+        ``exp(2 D)``, the variances :func:`bionj` weighs by.
     """
     D = check_distance_matrix(D)
     return np.exp(2.0 * np.minimum(D, 300.0))
 
 
 def bionj(D, V=None, feature_names=None):
-    """BIONJ (Gascuel 1997): neighbor joining with variance-weighted reductions.
+    """BIONJ: neighbor joining with variance-weighted reductions (Gascuel, "BIONJ: An
+    Improved Version of the NJ Algorithm Based on a Simple Model of Sequence Data",
+    Molecular Biology and Evolution, 1997).
 
     Joins the pair ``i, j`` of minimum Q-criterion as neighbor joining does, with branch
     lengths ``d_iu = D_ij / 2 + (R_i - R_j) / (2 (r - 2))`` and ``d_ju = D_ij - d_iu``;
@@ -83,6 +100,8 @@ def bionj(D, V=None, feature_names=None):
     D : array-like of shape (d, d)
     V : array-like of shape (d, d), default=None
         Variances of the distances (``None``: :func:`spectral_variance` of ``D``).
+    feature_names : sequence of str, default=None
+        Names of the observed variables, kept on the returned tree.
 
     Returns
     -------
@@ -105,7 +124,19 @@ def bionj(D, V=None, feature_names=None):
 
 
 def bme_length(tree, D):
-    """Balanced minimum-evolution length ``sum_{i<j} 2^(1 - tau_ij) D_ij`` (Pauplin)."""
+    """Balanced minimum-evolution length ``sum_{i<j} 2^(1 - tau_ij) D_ij`` (Pauplin).
+
+    Parameters
+    ----------
+    tree : LatentTree
+        A tree whose observed variables are its leaves (:func:`binary_leaf_tree`).
+    D : ndarray of shape (n_observed, n_observed)
+        Distances between the observed variables.
+
+    Returns
+    -------
+    float
+    """
     D = check_distance_matrix(D)
     d = tree.n_observed
     if D.shape[0] != d:
@@ -536,6 +567,15 @@ def binary_leaf_tree(tree):
     hidden nodes with more than three neighbours are split into chains of degree-3 nodes
     (zero-length edges, an arbitrary resolution the search can rearrange); hidden nodes
     with two neighbours are removed. Returns ``tree`` itself when it already qualifies.
+
+    Parameters
+    ----------
+    tree : LatentTree
+
+    Returns
+    -------
+    LatentTree
+        Every observed variable a leaf, every hidden node of degree three.
     """
     if not isinstance(tree, LatentTree):
         raise TypeError(
