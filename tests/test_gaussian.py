@@ -747,3 +747,11 @@ def test_weights_summing_to_fewer_rows_than_a_gaussian_needs_are_named():
     w = np.full(200, 1 / 200)  # normalised weights: BIC would read one row
     with pytest.warns(UserWarning, match="sample_weight sums to 1"):
         GaussianLatentTree(n_components=1, structure="chow_liu").fit(X, sample_weight=w)
+
+
+def test_a_newick_tree_is_a_given_tree():
+    X = np.random.default_rng(0).normal(size=(200, 4))
+    newick = GaussianLatentTree(tree="((0,1),(2,3));", n_components=1).fit(X)
+    edges = GaussianLatentTree(tree=newick.tree_, n_components=1).fit(X)
+    assert newick.structure_ == edges.structure_ == "given"
+    assert newick.score(X) == pytest.approx(edges.score(X), abs=1e-12)

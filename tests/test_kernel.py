@@ -377,3 +377,39 @@ def test_values_far_beyond_the_data_score_finite():
     est = KernelLatentTree(hidden="discrete", structure="star", random_state=0).fit(X)
     scores = est.score_samples(far)
     assert np.all(np.isfinite(scores)) and np.all(scores < -1e6)
+
+
+def test_columns_never_observed_together_fit_every_structure():
+    # a table merged from two sources: rows 0-149 lack column 2, rows 150-299 column 3,
+    # so no row observes both (their triple moments have no rows)
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=300)
+    X = np.column_stack([z + 0.3 * rng.normal(size=300) for _ in range(4)])
+    X[:150, 2] = np.nan
+    X[150:, 3] = np.nan
+    for structure in ("me", "star", "chow_liu"):
+        est = KernelLatentTree(hidden="discrete", structure=structure, random_state=0)
+        scores = est.fit(X).score_samples(X)
+        assert np.all(np.isfinite(scores)), structure
+
+
+def test_bandwidths_out_of_range_and_the_gaussian_moment_estimate_are_refused():
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    for bad in (np.inf, 1e-300):
+        with pytest.raises(ValueError, match="bandwidth of column 2 is"):
+            KernelLatentTree(bandwidth=[1.0, 1.0, bad]).fit(X)
+    with pytest.raises(ValueError, match="max_iter=0 keeps the moment estimate"):
+        KernelLatentTree(hidden="gaussian", max_iter=0).fit(X)
+
+
+def test_hidden_states_are_checked_on_weights_as_on_repeated_rows():
+    # 600 rows of 27 distinct ones: k' = 20 is estimable from the rows, and from the
+    # distinct rows weighted by their counts
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 3, 600)
+    X = np.column_stack([np.clip(z + rng.integers(-1, 2, 600), 0, 2) for _ in range(3)])
+    U, counts = np.unique(X, axis=0, return_counts=True)
+    est = SpectralLatentTree(20, structure="star", random_state=0)
+    repeated = est.fit(X).score(X)
+    weighted = est.fit(U, sample_weight=counts).score(X)
+    assert weighted == pytest.approx(repeated, abs=1e-9)

@@ -39,6 +39,8 @@ BANDWIDTH_FACTORS = (0.125, 0.25, 0.5, 1.0, 2.0)
 #: bandwidth of the wide bump of every column (centred at its mean, in standard
 #: deviations): values beyond the landmarks keep a sensible density
 WIDE_BUMP = 3.0
+#: the bandwidths a user may give, in standard deviations of the column
+_BANDWIDTH_SDS = (1e-8, 1e8)
 #: rows scored per block by the bump model (bounds the evidence held at once)
 SCORE_BLOCK = 8192
 
@@ -280,6 +282,17 @@ class BumpLeaves:
                     f"continuous columns, got {self.bandwidth!r}."
                 )
             bandwidths = bandwidths / scale
+            # in standard deviations of the column: beyond these a bump is a point or
+            # flat, and its normalising constants underflow or overflow
+            low, high = _BANDWIDTH_SDS
+            bad = numeric & ~((bandwidths >= low) & (bandwidths <= high))
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                raise ValueError(
+                    f"bandwidth of column {j} is {bandwidths[j] * scale[j]:g}, {bandwidths[j]:g} "
+                    f"standard deviations of the column: give a finite bandwidth between "
+                    f"{low:g} and {high:g} of them."
+                )
         factor = 1.0 if self.bandwidth_scale is None else self.bandwidth_scale
         self.feature_map = RBFFeatureMap(
             self.n_landmarks, factor, bandwidths, n_categories=self.encoder.n_categories_

@@ -435,7 +435,9 @@ def _projected_sums(codes, w, n_states, requests):
             feats = [B.T[c] for B, c in zip(projections, cols)]  # (n_rows, r_m) each
             table = feats[0] * ww[:, None]
             for f in feats[1:]:
-                table = (table[:, :, None] * f[:, None, :]).reshape(len(ww), -1)
+                # explicit width: no row may observe every variable of the request
+                width = table.shape[1] * f.shape[1]
+                table = (table[:, :, None] * f[:, None, :]).reshape(len(ww), width)
             table = table.sum(axis=0).reshape([B.shape[0] for B in projections])
         out.append((table, weight))
     return out

@@ -49,7 +49,12 @@ from .sklearn_internals import (
     safe_indexing,
 )
 from .spectral import SpectralLatentTree
-from .structures import AUTO_HIDDEN_STATES, estimable_states, most_estimable_states
+from .structures import (
+    AUTO_HIDDEN_STATES,
+    estimable_rows,
+    estimable_states,
+    most_estimable_states,
+)
 from .validation import refuse_dask, reset_fitted_state
 
 __all__ = ["LatentTreeClassifier"]
@@ -529,7 +534,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         (``_take_held_out_model``). ``trial``: a fit to score and drop
         (:func:`_as_trial`)."""
         params = self._seeded(base)
-        n_rows = int(np.count_nonzero(sample_weight > 0))
+        n_rows = estimable_rows(sample_weight)
         if self.n_hidden_states is not None:
             params["n_hidden_states"] = self.n_hidden_states
         elif self.estimator is None:

@@ -396,7 +396,10 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         seed = rng.randint(np.iinfo(np.int32).max)
         if self.tree is not None:
-            structures = (self.tree,)
+            # a Newick string is a tree, not the name of a structure
+            names = None if names is None else [str(n) for n in names]
+            given = LatentTree.coerce(self.tree, d, feature_names=names, observed_leaves_only=False)
+            structures = (given,)
         elif self.structure == "auto":
             structures = AUTO_STRUCTURES
         else:

@@ -159,6 +159,12 @@ class GaussianFormMixin:
                 f"{names or categorical.tolist()} are categorical: use hidden='discrete', or "
                 "hidden='auto' (which keeps the discrete form on mixed tables)."
             )
+        if self.hidden == "gaussian" and self.max_iter == 0:
+            raise ValueError(
+                "max_iter=0 keeps the moment estimate, which only the discrete form has "
+                "(hidden='gaussian' fits by EM from k-means): use hidden='discrete', or "
+                "hidden='auto' (which takes the discrete form with max_iter=0)."
+            )
         if self.hidden != "auto":
             return self.hidden
         kernel_asked = self.bandwidth is not None or self.bandwidth_scale is not None

@@ -57,6 +57,18 @@ def estimable_states(k, n_rows):
     return k <= n_rows and k * k <= _ENTRIES_PER_ROW * n_rows
 
 
+def estimable_rows(sample_weight):
+    """The rows that :func:`estimable_states` reads: a row of weight ``w >= 1`` counts as
+    ``w`` rows (frequency weights: the same as its copies), and every row of positive
+    weight as at least one (weights normalised to sum to one are not fewer rows).
+
+    >>> estimable_rows(np.array([3.0, 1.0, 0.0])), estimable_rows(np.full(4, 0.25))
+    (4.0, 4.0)
+    """
+    w = np.asarray(sample_weight, dtype=float)
+    return float(max(np.count_nonzero(w > 0), w.sum()))
+
+
 def most_estimable_states(values, n_rows):
     """The largest of ``values`` that :func:`estimable_states` admits on ``n_rows``
     rows, or ``None``.
@@ -163,7 +175,7 @@ class StructureMixin:
     def _hidden_state_grid(self, moments):
         """The ``k'`` that ``n_hidden_states="auto"`` may try: at most the rows, and tables
         within the memory budget."""
-        n_rows = int(np.count_nonzero(moments.sample_weight > 0))
+        n_rows = estimable_rows(moments.sample_weight)
         grid = [k for k in AUTO_HIDDEN_STATES if estimable_states(k, n_rows)]
         return [k for k in grid if k == 1 or self._table_bytes(moments, k) <= TABLE_MEMORY]
 
@@ -176,19 +188,21 @@ class StructureMixin:
     def _check_rows_for_states(self, moments, k):
         """Refuse more hidden states than rows (as scikit-learn's mixtures refuse more
         components than samples), and a ``k' x k'`` table between hidden nodes with more
-        entries than ``_ENTRIES_PER_ROW`` times the rows: neither can be estimated."""
-        n_rows = int(np.count_nonzero(moments.sample_weight > 0))
+        entries than ``_ENTRIES_PER_ROW`` times the rows (:func:`estimable_rows`: integer
+        weights count as copies): neither can be estimated."""
+        n_rows = estimable_rows(moments.sample_weight)
         if k > n_rows:
             raise ValueError(
-                f"n_hidden_states={k} is more than the n_samples={n_rows} rows of positive "
-                "weight: a hidden state needs rows to be estimated. Use fewer hidden states, "
-                "n_hidden_states='auto', or a structure without hidden nodes "
+                f"n_hidden_states={k} is more than the n_samples={n_rows:g} rows (a row of "
+                "weight w >= 1 counts w times): a hidden state needs rows to be estimated. "
+                "Use fewer hidden states, n_hidden_states='auto', or a structure without "
+                "hidden nodes "
                 "(structure='chow_liu')."
             )
         if k * k > _ENTRIES_PER_ROW * n_rows:
             raise ValueError(
                 f"n_hidden_states={k} gives tables of {k * k} entries between hidden nodes, "
-                f"more than {_ENTRIES_PER_ROW} per row of the n_samples={n_rows} rows: they "
+                f"more than {_ENTRIES_PER_ROW} per row of the n_samples={n_rows:g} rows: they "
                 f"cannot be estimated. Use at most {int(np.sqrt(_ENTRIES_PER_ROW * n_rows))} "
                 "hidden states, or n_hidden_states='auto'."
             )
