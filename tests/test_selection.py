@@ -603,9 +603,9 @@ def test_auto_ladder_grows_beyond_16_states_only_after_a_gain_beyond_the_noise(d
 
 @pytest.mark.slow
 def test_a_moment_started_finalist_far_behind_is_not_run_on(digits_demo_fit):
-    # the finalists get one rung of EM iterations at equal effort; the fit at k' = 3 (the
-    # most states the moments of 3-category columns identify) then trails the leader
-    # beyond its standard errors and by more than that rung gained it: it stops there
+    # the finalists get one rung of EM iterations at equal effort; the fits at k' <= 3
+    # (the most states the moments of 3-category columns identify) then trail the leader
+    # beyond their standard errors and by more than that rung gained them: they stop there
     est, printed = digits_demo_fit
     runs = [
         (int(k), float(before), float(after))
@@ -616,10 +616,10 @@ def test_a_moment_started_finalist_far_behind_is_not_run_on(digits_demo_fit):
     first_rung = runs[: len({k for k, _, _ in runs})]
     started = [r for r in first_rung if r[0] <= 3]
     assert started, runs  # a moment-started finalist
-    (k, before, after) = started[0]
     lead = max(a for _, _, a in first_rung)
-    assert lead - after > after - before > 0
-    assert [r[0] for r in runs].count(k) == 1  # not run on
+    for k, before, after in started:
+        assert lead - after > after - before >= 0
+        assert [r[0] for r in runs].count(k) == 1  # not run on
     assert est.n_hidden_states_ > 16
 
 

@@ -177,8 +177,9 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         rows once the model is chosen - none, then 0.5 rows doubled while the held-out
         log-likelihood gains more than ``tol`` per row (``min_state_rows_scores_``);
         without one, every state is kept. On the digits demo (1,257 rows; four members
-        of 32 states on the benchmarks' machine) it removed the states of under half a row: test log-likelihood
-        -27.30 against -27.41 nats per row, with 68% of the states (see the user guide).
+        of 32 states on the benchmarks' machine) it removed the states of under half a
+        row: test log-likelihood -27.30 against -27.41 nats per row, with 68% of the
+        states (see the user guide).
     max_iter : int, default=300
         EM iterations that polish the moment estimate (``0``: the moment estimate).
     tol : float, default=1e-4
