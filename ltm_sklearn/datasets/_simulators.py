@@ -30,6 +30,15 @@ def balanced_binary_tree(n_leaves):
 
     Every hidden node has degree 3 (the two top nodes are joined by an edge), so a tree
     with ``n_leaves`` leaves has ``n_leaves - 2`` hidden nodes.
+
+    Parameters
+    ----------
+    n_leaves : int
+        Observed variables, at least 3.
+
+    Returns
+    -------
+    LatentTree
     """
     n_leaves = _check_n(n_leaves, 3)
     nxt = n_leaves
@@ -59,6 +68,16 @@ def random_binary_tree(n_leaves, random_state=None):
     Starts from three leaves around one hidden node and inserts each further leaf on an
     edge chosen uniformly at random, which samples unrooted binary topologies uniformly.
     Such trees often contain long chains of hidden nodes.
+
+    Parameters
+    ----------
+    n_leaves : int
+        Observed variables, at least 3.
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    LatentTree
     """
     n_leaves = _check_n(n_leaves, 3)
     rng = check_random_state(random_state)
@@ -74,13 +93,33 @@ def random_binary_tree(n_leaves, random_state=None):
 
 
 def star_tree(n_leaves):
-    """One hidden node joined to every observed variable (a latent class model)."""
+    """One hidden node joined to every observed variable (a latent class model).
+
+    Parameters
+    ----------
+    n_leaves : int
+        Observed variables.
+
+    Returns
+    -------
+    LatentTree
+    """
     n_leaves = _check_n(n_leaves, 1)
     return LatentTree.star(n_leaves)
 
 
 def hmm_chain(n_steps):
-    """Hidden Markov chain: hidden h_t (node n_steps + t) emits observed x_t (node t)."""
+    """Hidden Markov chain: hidden h_t (node n_steps + t) emits observed x_t (node t).
+
+    Parameters
+    ----------
+    n_steps : int
+        Time steps: observed variables ``0 .. n_steps - 1``, hidden ones after them.
+
+    Returns
+    -------
+    LatentTree
+    """
     n_steps = _check_n(n_steps, 1)
     edges = [(t, n_steps + t) for t in range(n_steps)]
     edges += [(n_steps + t, n_steps + t + 1) for t in range(n_steps - 1)]
@@ -91,6 +130,15 @@ def broad_tree(branching):
     """Broad shape of Parikh, Song & Xing (ICML 2011) Fig. 2: a hidden root with ``branching``
     hidden children,
     each with ``branching`` observed leaves (``broad_tree(2)`` has 4 leaves, ``broad_tree(3)`` 9).
+
+    Parameters
+    ----------
+    branching : int
+        Hidden children of the root, and observed leaves of each.
+
+    Returns
+    -------
+    LatentTree
     """
     b = _check_n(branching, 2)
     n = b * b
@@ -108,6 +156,15 @@ def deep_tree(depth):
     with one
     observed leaf and the two end nodes with two (``depth + 2`` leaves, all hidden nodes of
     degree 3).
+
+    Parameters
+    ----------
+    depth : int
+        Hidden nodes in the chain.
+
+    Returns
+    -------
+    LatentTree
     """
     depth = _check_n(depth, 1)
     n = depth + 2
@@ -172,6 +229,20 @@ class LatentTreeModel:
         the observed states ``v`` with ``v % k == h``. ``noise`` tunes the conditioning:
         ``noise=1`` gives fully random CPTs (possibly near-singular), small ``noise`` gives
         strong, well-separated dependencies.
+
+        Parameters
+        ----------
+        tree : LatentTree
+            Rooted at a hidden node.
+        n_hidden_states : int, default=2
+        n_observed_states : int or array-like of int, default=4
+            Categories of every observed variable (one per column if an array).
+        noise : float in [0, 1], default=0.5
+        random_state : int, RandomState instance or None, default=None
+
+        Returns
+        -------
+        LatentTreeModel
         """
         rng = check_random_state(random_state)
         if not 0 <= noise <= 1:
@@ -199,6 +270,12 @@ class LatentTreeModel:
 
         Returns ``X`` of shape ``(n_samples, n_features)`` with integer states, and with
         ``return_hidden=True`` also the states of all nodes, ``(n_samples, n_nodes)``.
+
+        Parameters
+        ----------
+        n_samples : int
+        random_state : int, RandomState instance or None, default=None
+        return_hidden : bool, default=False
         """
         rng = check_random_state(random_state)
         states = sample_states(self.tree, self.root_marginal, self.cpts, n_samples, rng)
@@ -220,7 +297,17 @@ class LatentTreeModel:
         return codes
 
     def log_likelihood(self, X):
-        """Exact ``log P(x)`` per row; NaN entries are marginalised out."""
+        """Exact ``log P(x)`` per row; NaN entries are marginalised out.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Whole-number states, NaN for a missing entry.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
         evidence = CodeEvidence(self._codes(X), self.n_states[: self.n_features])
         return log_likelihood(self.tree, self.root_marginal, self.cpts, evidence)
 
@@ -230,7 +317,18 @@ class LatentTreeModel:
         return np.array(list(itertools.product(*ranges)), dtype=float)
 
     def marginal(self, variables):
-        """Exact joint table of the observed ``variables`` (a tuple of column indices)."""
+        """Exact joint table of the observed ``variables`` (a tuple of column indices).
+
+        Parameters
+        ----------
+        variables : sequence of int
+            Observed columns.
+
+        Returns
+        -------
+        ndarray of shape (n_states[v] for v in variables)
+            ``P(X_variables)``, summing to one.
+        """
         variables = list(variables)
         shape = tuple(self.n_states[v] for v in variables)
         grid = np.array(list(itertools.product(*[range(s) for s in shape])), dtype=float)
@@ -247,6 +345,14 @@ def sample_sign_flip_tree(tree, n_samples, sigma=0.3, random_state=None):
     ``N(-x_parent, sigma^2)`` with probability 1/2. Every pair of distinct nodes is
     uncorrelated, so Gaussian tree metrics carry no signal while the dependence through
     ``|x|`` remains.
+
+    Parameters
+    ----------
+    tree : LatentTree
+    n_samples : int
+    sigma : float, default=0.3
+        Standard deviation of every node around its mean.
+    random_state : int, RandomState instance or None, default=None
 
     Returns
     -------
@@ -304,7 +410,23 @@ class GaussianLeafTreeModel:
     def random(cls, tree, n_hidden_states=2, *, sigma=0.5, spacing=2.0, random_state=None):
         """Random hidden CPTs (``noise=0.5``), the leaf state equal to its parent's, and
         component means ``spacing * s`` (centred) shifted by ``U(-0.25, 0.25) * spacing``
-        per leaf and component."""
+        per leaf and component.
+
+        Parameters
+        ----------
+        tree : LatentTree
+        n_hidden_states : int, default=2
+            States of every hidden node, and components of every leaf.
+        sigma : float, default=0.5
+            Standard deviation of the components.
+        spacing : float, default=2.0
+            Distance between consecutive component means.
+        random_state : int, RandomState instance or None, default=None
+
+        Returns
+        -------
+        GaussianLeafTreeModel
+        """
         rng = check_random_state(random_state)
         d = int(n_hidden_states)
         model = LatentTreeModel.random(tree, d, d, random_state=rng)
@@ -315,7 +437,13 @@ class GaussianLeafTreeModel:
         return cls(model, means, sigma)
 
     def sample(self, n_samples, random_state=None):
-        """``(n_samples, n_features)`` continuous rows."""
+        """``(n_samples, n_features)`` continuous rows.
+
+        Parameters
+        ----------
+        n_samples : int
+        random_state : int, RandomState instance or None, default=None
+        """
         rng = check_random_state(random_state)
         states = self.model.sample(n_samples, random_state=rng)
         mu = np.take_along_axis(self.means.T, states, axis=0)
@@ -323,12 +451,31 @@ class GaussianLeafTreeModel:
 
     def smoothed(self, bandwidths):
         """The model convolved with Gaussian kernels ``N(0, h_j^2)`` per column: what a
-        kernel density estimate with these bandwidths converges to."""
+        kernel density estimate with these bandwidths converges to.
+
+        Parameters
+        ----------
+        bandwidths : float or array-like of shape (n_features,)
+
+        Returns
+        -------
+        GaussianLeafTreeModel
+        """
         sigma = np.sqrt(self.sigma**2 + np.square(bandwidths))
         return GaussianLeafTreeModel(self.model, self.means, sigma)
 
     def log_likelihood(self, X):
-        """Exact log-density of every row; NaN entries are marginalised out."""
+        """Exact log-density of every row; NaN entries are marginalised out.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NaN for a missing entry.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}.")
@@ -379,7 +526,23 @@ class GaussianLatentTreeModel:
     def random(cls, tree, n_components=1, *, min_correlation=0.5, spread=3.0, random_state=None):
         """Edge correlations ``U(min_correlation, 0.95)`` with random signs, column means
         ``U(-spread, spread)`` per component, column scales ``U(0.5, 2)``; the root's
-        proportions from ``Dirichlet(2, ..., 2)``."""
+        proportions from ``Dirichlet(2, ..., 2)``.
+
+        Parameters
+        ----------
+        tree : LatentTree
+        n_components : int, default=1
+            States of the discrete root (mixture components).
+        min_correlation : float, default=0.5
+            Smallest absolute edge correlation.
+        spread : float, default=3.0
+            Column means are drawn from ``U(-spread, spread)``.
+        random_state : int, RandomState instance or None, default=None
+
+        Returns
+        -------
+        GaussianLatentTreeModel
+        """
         rng = check_random_state(random_state)
         n, d = tree.n_nodes, tree.n_observed
         K = int(n_components)
@@ -404,13 +567,30 @@ class GaussianLatentTreeModel:
         return cls(tree, GaussianTreeParameters(weight, offset, noise, log_w))
 
     def moments(self, component=0):
-        """Mean and covariance of all nodes of one component (observed first)."""
+        """Mean and covariance of all nodes of one component (observed first).
+
+        Parameters
+        ----------
+        component : int, default=0
+
+        Returns
+        -------
+        mean : ndarray of shape (n_nodes,)
+        covariance : ndarray of shape (n_nodes, n_nodes)
+        """
         tree = self.params.trees_or(self.tree)[component]
         return joint_moments(tree, *self.params.component(component))
 
     def sample(self, n_samples, random_state=None, return_hidden=False):
         """``(n_samples, n_features)`` rows (and the hidden values, ``n_nodes`` columns,
-        plus the component of each row, with ``return_hidden=True``)."""
+        plus the component of each row, with ``return_hidden=True``).
+
+        Parameters
+        ----------
+        n_samples : int
+        random_state : int, RandomState instance or None, default=None
+        return_hidden : bool, default=False
+        """
         rng = check_random_state(random_state)
         p = self.params
         comp = rng.choice(p.n_components, size=n_samples, p=np.exp(p.log_weights))
@@ -425,7 +605,17 @@ class GaussianLatentTreeModel:
         return (X, x, comp) if return_hidden else X
 
     def log_likelihood(self, X):
-        """Exact log-density of every row; NaN entries are marginalised out."""
+        """Exact log-density of every row; NaN entries are marginalised out.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            NaN for a missing entry.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}.")
