@@ -133,11 +133,13 @@ def select_model(est, moments, rng):
     states win (the one-standard-error rule, :func:`~.selection.simplest_within_se`,
     among the models the data identify). That fit, the best fit at another ``k'`` and the
     best fit the moments started at each ``k'`` they identify, when within two paired
-    standard errors of the best of those, are the finalists: each gets the races' last
-    rung of EM iterations more; then the best of them and the moment-started ones run
-    on to the held-out stopping rule (at most ``max_iter`` iterations), and the same
-    rule chooses among them. A moment-started one that then trails the best beyond two
-    paired standard errors, and by more than that rung gained it, stops there.
+    standard errors of the best of those or stopped by the training tolerance before the
+    races' effort (then not compared at equal effort), are the finalists: each gets the
+    races' last rung of EM iterations more; then the best of them and the
+    moment-started ones run on to the held-out stopping rule (at most ``max_iter``
+    iterations), and the same rule chooses among them. A moment-started one that then
+    trails the best beyond two paired standard errors, and by more than that rung gained
+    it, stops there.
     """
     names = est._candidate_structures()
     # every fit of the selection draws from a stream of its own (see candidates.py)
