@@ -93,3 +93,9 @@ def test_density_benchmark_sets_are_bundled():
     assert set(np.unique(train)) == {0, 1}
     with pytest.raises(ValueError, match="Unknown set"):
         load_debd("mnist")
+
+
+def test_random_model_refuses_a_tree_rooted_at_a_column():
+    tree = balanced_binary_tree(4).rooted_at(0)
+    with pytest.raises(ValueError, match="rooted at observed node 0"):
+        LatentTreeModel.random(tree, 2, 3, random_state=0)

@@ -727,7 +727,8 @@ def expand_states(tree, root_marginal, cpts, n_states, random_state=None, noise=
     cpts : dict node -> ndarray of shape (k_parent, k_node)
         A table for every non-root node.
     n_states : int
-        States of every hidden node afterwards, at least its current number.
+        States of every hidden node with fewer afterwards (a node with as many or more
+        keeps its own).
     random_state : int, RandomState instance or None, default=None
         Seeds the perturbation (``noise > 0``).
     noise : float, default=0.0

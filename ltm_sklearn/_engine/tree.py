@@ -72,9 +72,10 @@ class LatentTree:
     n_nodes : int
     n_observed : int
     feature_names : list of str or None
-        Names of the observed nodes, as given.
+        Names of the observed nodes, as given (as strings).
     hidden_nodes, observed_nodes, leaves : list of int
-        Ids of the hidden nodes, of the observed nodes and of the nodes of degree one.
+        Ids of the hidden nodes, of the observed nodes and of the nodes of degree one
+        (the single node of a one-node tree).
     root : int
     parent : ndarray of shape (n_nodes,)
         Parent of each node in the rooted tree, ``-1`` for the root.

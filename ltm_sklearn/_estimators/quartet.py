@@ -100,7 +100,9 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     structure_ : str
         ``"quartet"``.
     structure_scores_ : dict
-        Empty: the quartet tree is the only candidate.
+        ``{"quartet": held-out log-likelihood per row}`` when an ``"auto"`` value
+        (``n_hidden_states``, ``alpha``, ``softening``, ``entropy``) held rows out;
+        empty otherwise (the quartet tree is the only candidate).
 
     Notes
     -----

@@ -98,7 +98,7 @@ def star_tree(n_leaves):
     Parameters
     ----------
     n_leaves : int
-        Observed variables.
+        Observed variables, at least 1.
 
     Returns
     -------
@@ -114,7 +114,8 @@ def hmm_chain(n_steps):
     Parameters
     ----------
     n_steps : int
-        Time steps: observed variables ``0 .. n_steps - 1``, hidden ones after them.
+        Time steps, at least 1: observed variables ``0 .. n_steps - 1``, hidden ones
+        after them.
 
     Returns
     -------
@@ -134,7 +135,7 @@ def broad_tree(branching):
     Parameters
     ----------
     branching : int
-        Hidden children of the root, and observed leaves of each.
+        Hidden children of the root, and observed leaves of each; at least 2.
 
     Returns
     -------
@@ -160,7 +161,7 @@ def deep_tree(depth):
     Parameters
     ----------
     depth : int
-        Hidden nodes in the chain.
+        Hidden nodes in the chain, at least 1.
 
     Returns
     -------
@@ -247,6 +248,12 @@ class LatentTreeModel:
         rng = check_random_state(random_state)
         if not 0 <= noise <= 1:
             raise ValueError(f"noise must be in [0, 1], got {noise}.")
+        if tree.root < tree.n_observed:
+            raise ValueError(
+                f"The tree is rooted at observed node {tree.root}: the root's marginal has "
+                "n_hidden_states entries, so root it at a hidden node "
+                "(tree.rooted_at(<hidden node>))."
+            )
         k = int(n_hidden_states)
         d = tree.n_observed
         n_obs = np.broadcast_to(np.asarray(n_observed_states, dtype=np.int64), (d,))
@@ -322,7 +329,7 @@ class LatentTreeModel:
         Parameters
         ----------
         variables : sequence of int
-            Observed columns.
+            Distinct observed columns.
 
         Returns
         -------
@@ -534,7 +541,7 @@ class GaussianLatentTreeModel:
         n_components : int, default=1
             States of the discrete root (mixture components).
         min_correlation : float, default=0.5
-            Smallest absolute edge correlation.
+            Smallest absolute edge correlation (the largest is 0.95).
         spread : float, default=3.0
             Column means are drawn from ``U(-spread, spread)``.
         random_state : int, RandomState instance or None, default=None

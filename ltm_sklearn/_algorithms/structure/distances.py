@@ -321,7 +321,7 @@ def nonparanormal_distance(X):
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        Continuous columns; NaN marks a missing entry.
+        Continuous columns, complete (NaN and infinite values are refused).
 
     Returns
     -------

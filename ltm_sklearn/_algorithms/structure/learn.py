@@ -46,12 +46,12 @@ def sample_threshold(n_samples):
     Parameters
     ----------
     n_samples : int or float
-        Rows (or the total weight) the distances were estimated from, positive.
+        Rows (or the total weight) the distances were estimated from.
 
     Returns
     -------
     float
-        ``2 / sqrt(n_samples)``.
+        ``2 / sqrt(max(n_samples, 1))``.
     """
     return _THRESHOLD_SCALE / np.sqrt(max(float(n_samples), 1.0))
 

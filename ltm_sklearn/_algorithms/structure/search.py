@@ -63,7 +63,8 @@ __all__ = [
 
 
 def spectral_variance(D):
-    """Relative sampling variance of spectral (information) distances: ``exp(2 D)``.
+    """Relative sampling variance of spectral (information) distances: ``exp(2 D)``
+    (distances beyond 300 read as 300, so that the variances stay finite).
 
     A distance ``d = -log s`` estimated from ``N`` rows has variance about
     ``var(s) / s^2 ~ exp(2 d) / N`` (delta method): the longer the distance, the noisier.
@@ -77,7 +78,7 @@ def spectral_variance(D):
     Returns
     -------
     ndarray of shape (n, n)
-        ``exp(2 D)``, the variances :func:`bionj` weighs by.
+        ``exp(2 min(D, 300))``, the variances :func:`bionj` weighs by.
     """
     D = check_distance_matrix(D)
     return np.exp(2.0 * np.minimum(D, 300.0))
@@ -566,7 +567,7 @@ def binary_leaf_tree(tree):
     Observed internal nodes hand their edges to a new hidden node and hang below it;
     hidden nodes with more than three neighbours are split into chains of degree-3 nodes
     (zero-length edges, an arbitrary resolution the search can rearrange); hidden nodes
-    with two neighbours are removed. Returns ``tree`` itself when it already qualifies.
+    with two neighbours are removed.
 
     Parameters
     ----------
@@ -575,7 +576,9 @@ def binary_leaf_tree(tree):
     Returns
     -------
     LatentTree
-        Every observed variable a leaf, every hidden node of degree three.
+        A new tree with every observed variable a leaf and every hidden node of degree
+        three; ``tree`` itself when it has at most three observed variables (whatever its
+        shape: no search rearranges so few).
     """
     if not isinstance(tree, LatentTree):
         raise TypeError(
