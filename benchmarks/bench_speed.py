@@ -58,7 +58,7 @@ ROWS = ("digits", "gmm-digits", "grid-digits", "truth-k3") + tuple(
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
 CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
 #: the labels of the main table (the digits summary lists every label measured)
-REPORTED = ("before", "float32", "now", "grid", "workers", "states", "rerun")
+REPORTED = ("before", "float32", "now", "grid", "workers", "states", "rerun", "epyc")
 VS_ROWS = (
     ("spectral-1e5",)
     + tuple(f"gauss-{t}" for t in NUMERIC)
@@ -324,6 +324,7 @@ def report():
         "workers": 15,
         "states": 16,
         "rerun": 17,
+        "epyc": 18,
     }
     everything = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 9), s))
     labels = [label for label in everything if label in REPORTED]
@@ -390,6 +391,13 @@ def report():
             "changes since touch the classifier's trial fits only), run in a later session "
             "in the same order and process: the same models and scores, the machine's "
             "drift between the two sessions in its times. "
+            "`epyc` commit 9304440 on another machine (2-core AMD EPYC, OpenBLAS's Haswell "
+            "kernels, scikit-learn 1.9.1), whose paths for these fits are those of `rerun` "
+            "(checked there: commit ef6a150 chose the same models): the digits fit takes "
+            "k' = 48 there and bnetflix another path (the last bits of the BLAS products "
+            "differ, and the ladder's choices are discrete), and the same fits take 2-3x "
+            "longer although `machine_probe` reads alike - it runs one thread, and the "
+            "difference lies in memory and the two processes. "
             "`moments` and `blocks` ran in "
             "one session, interleaved row by row, and `float32` right after them; the "
             "other cells come from earlier sessions (the "
