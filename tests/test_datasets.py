@@ -97,5 +97,7 @@ def test_density_benchmark_sets_are_bundled():
 
 def test_random_model_refuses_a_tree_rooted_at_a_column():
     tree = balanced_binary_tree(4).rooted_at(0)
-    with pytest.raises(ValueError, match="rooted at observed node 0"):
+    with pytest.raises(ValueError, match="rooted at observed node 0 of 3 categories"):
         LatentTreeModel.random(tree, 2, 3, random_state=0)
+    # a root column with as many categories as the hidden states is consistent
+    LatentTreeModel.random(tree, 3, 3, random_state=0).sample(5, random_state=0)

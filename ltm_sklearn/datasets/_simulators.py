@@ -248,15 +248,16 @@ class LatentTreeModel:
         rng = check_random_state(random_state)
         if not 0 <= noise <= 1:
             raise ValueError(f"noise must be in [0, 1], got {noise}.")
-        if tree.root < tree.n_observed:
-            raise ValueError(
-                f"The tree is rooted at observed node {tree.root}: the root's marginal has "
-                "n_hidden_states entries, so root it at a hidden node "
-                "(tree.rooted_at(<hidden node>))."
-            )
         k = int(n_hidden_states)
         d = tree.n_observed
         n_obs = np.broadcast_to(np.asarray(n_observed_states, dtype=np.int64), (d,))
+        if tree.root < d and n_obs[tree.root] != k:
+            raise ValueError(
+                f"The tree is rooted at observed node {tree.root} of {n_obs[tree.root]} "
+                f"categories, but the root's marginal has n_hidden_states={k} entries: root "
+                "it at a hidden node (tree.rooted_at(<hidden node>)), or give the root "
+                "column n_hidden_states categories."
+            )
         n_states = np.concatenate([n_obs, np.full(tree.n_nodes - d, k)])
         root_marginal = 0.5 / k + 0.5 * rng.dirichlet(np.ones(k))
         cpts = {}
