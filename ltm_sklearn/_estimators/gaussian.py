@@ -396,10 +396,8 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         seed = rng.randint(np.iinfo(np.int32).max)
         if self.tree is not None:
-            # a Newick string is a tree, not the name of a structure
-            names = None if names is None else [str(n) for n in names]
-            given = LatentTree.coerce(self.tree, d, feature_names=names, observed_leaves_only=False)
-            structures = (given,)
+            # read once here: a Newick string is a tree, not the name of a structure
+            structures = (self._structure(S, self.tree, None, sw),)
         elif self.structure == "auto":
             structures = AUTO_STRUCTURES
         else:

@@ -473,7 +473,8 @@ class GaussianLeafTreeModel:
         return GaussianLeafTreeModel(self.model, self.means, sigma)
 
     def log_likelihood(self, X):
-        """Exact log-density of every row; NaN entries are marginalised out.
+        """Exact log-density of every row (the leaves' Gaussian components summed over the
+        discrete hidden states); NaN entries are marginalised out.
 
         Parameters
         ----------
@@ -613,7 +614,8 @@ class GaussianLatentTreeModel:
         return (X, x, comp) if return_hidden else X
 
     def log_likelihood(self, X):
-        """Exact log-density of every row; NaN entries are marginalised out.
+        """Exact log-density of every row (a Gaussian per component, mixed over the
+        components); NaN entries are marginalised out.
 
         Parameters
         ----------
