@@ -511,7 +511,22 @@ def test_n_members_auto_grows_members_on_the_held_out_rows_with_k():
     assert est.n_members_ == 1 and not hasattr(est, "n_members_scores_")
 
 
+def test_a_given_n_members_is_fitted_after_a_selection():
+    # beyond the k' the moments identify the final fit resumes the selection's fit;
+    # a given n_members still adds its members (it was silently one fit)
+    model = LatentTreeModel.random(balanced_binary_tree(6), 2, 2, noise=0.3, random_state=0)
+    X = model.sample(1500, random_state=0)
+    configs = model.all_configurations()
+    for k in ("auto", 4):
+        est = SpectralLatentTree(k, n_members=3, random_state=0).fit(X)
+        assert est.n_members_ == 3, k
+        assert not hasattr(est, "n_members_scores_")
+        assert est.root_marginal_.shape == (3 * est.n_hidden_states_,)
+        assert np.exp(est.score_samples(configs)).sum() == pytest.approx(1.0, abs=1e-9)
+
+
 def test_passes_run_with_one_blas_thread():
+
     from threadpoolctl import threadpool_info
 
     from ltm_sklearn._engine.threads import single_threaded_blas

@@ -363,8 +363,11 @@ class BaseLatentTree(
                 # stopped by the training tolerance, or by the budget it was given below
                 # max_iter (the selection's fits stopped on their held-out rule)
                 fit.converged = fit.converged or refit < self.max_iter
-            fitted = fits[0] if len(fits) == 1 else average_fits(fits, choice.member_weights)
-            self.n_members_ = len(fits)
+            if len(fits) > 1:  # the members n_members="auto" chose
+                fitted = average_fits(fits, choice.member_weights)
+                self.n_members_ = len(fits)
+            else:  # a given n_members: the others from random starts, as without a choice
+                fitted = self._fit_members(fits[0], parameters, k, rng)
         else:
             fitted = self._fit_parameters(self.tree_, parameters, k, rng, tensor_start=True)
             if reuse and choice.fit.tree.edges == self.tree_.edges:
