@@ -140,6 +140,24 @@ def test_fit_forgets_the_stream(data):
     assert not hasattr(est, "n_samples_seen_")
 
 
+def test_a_batch_forgets_every_attribute_of_the_earlier_model(data):
+    X, _ = data
+    est = SpectralLatentTree(2, structure="hclt", softening="auto", random_state=0)
+    est.partial_fit(X[:1500])
+    # any fitted attribute, read first, builds the model (not only the tree's)
+    assert est.softening_ in est.softening_scores_
+    est.set_params(softening=0.2).partial_fit(X[1500:])
+    assert est.softening_ == 0.2 and not hasattr(est, "softening_scores_")
+    ref = SpectralLatentTree(2, structure="hclt", softening=0.2, random_state=0).fit(X)
+    assert est.softening_ == ref.softening_ and est.score(X) == pytest.approx(ref.score(X))
+    # a structure test's statistics belong to the model too
+    q = QuartetTreeLearner(2, random_state=0).partial_fit(X[:1500])
+    first = q.n_quartet_tests_
+    q.partial_fit(X[1500:])
+    assert q.n_quartet_tests_ == QuartetTreeLearner(2, random_state=0).fit(X).n_quartet_tests_
+    assert "n_quartet_tests_" not in vars(q.partial_fit(X[:10])) and first > 0
+
+
 def test_kernel_model_has_no_partial_fit():
     assert not hasattr(KernelLatentTree(), "partial_fit")
 

@@ -2,11 +2,12 @@
 from them when it is first read.
 
 :class:`PartialFitMixin` keeps the exact additive statistics of every batch
-(:class:`~ltm_sklearn._sources.streaming.RowStatistics`) and marks the model stale; the
-first read of a fitted attribute after a call (``tree_``, ``cpts_``, ... - the names of
-:data:`STREAM_BUILT`, each a :class:`BuiltFromStream` descriptor of the class) builds it
-with the estimator's own ``_fit_moments``, so a stream of batches costs about one fit,
-however many batches there are.
+(:class:`~ltm_sklearn._sources.streaming.RowStatistics`), forgets the model of the
+earlier batches (every fitted attribute but :data:`STREAM_KEPT`) and marks it stale; the
+first read of a fitted attribute after a call (``tree_``, ``cpts_``, ``softening_``, ...)
+builds the model with the estimator's own ``_fit_moments``, so a stream of batches costs
+about one fit, however many batches there are, and no attribute of an earlier model
+outlives a batch.
 """
 
 from __future__ import annotations
@@ -20,34 +21,24 @@ from .._engine.encoding import declared_categories
 from .._engine.user_frames import user_stacklevel
 from .._sources.streaming import RowStatistics
 from .sklearn_internals import check_sample_weight
-from .validation import reset_fitted_state
+from .validation import fitted_state, reset_fitted_state
 
-__all__ = ["PartialFitMixin", "STREAM_BUILT", "BuiltFromStream"]
+__all__ = ["PartialFitMixin", "STREAM_KEPT"]
 
-#: what partial_fit rebuilds from its statistics (when first read after a call)
-STREAM_BUILT = (
-    "_leaves",
-    "categories_",
-    "unseen_proba_",
-    "tree_",
-    "structure_",
-    "structure_scores_",
-    "n_hidden_states_",
-    "n_hidden_states_scores_",
-    "alpha_",
-    "alpha_scores_",
-    "n_members_",
-    "n_members_scores_",
-    "min_state_rows_",
-    "min_state_rows_scores_",
-    "hidden_state_counts_",
-    "root_marginal_",
-    "cpts_",
-    "lower_bound_",
-    "n_iter_",
-    "converged_",
-    "raw_estimate_",
+#: what a batch leaves of the fitted state: the statistics and what describes the rows;
+#: everything else (the model: tree, tables, choices and their scores, a raw estimate,
+#: statistics of a structure test) is forgotten and built again when first read
+STREAM_KEPT = (
+    "n_features_in_",
+    "feature_names_in_",
+    "n_samples_seen_",
+    "_stream",
+    "_stream_declared",
+    "_stream_stale",
 )
+
+#: private state of the model that its first read builds as well
+_BUILT_PRIVATE = ("_leaves", "_held_out_fit")
 
 
 class PartialFitMixin:
@@ -111,9 +102,19 @@ class PartialFitMixin:
         if self._stream.weight <= 0:
             raise ValueError("sample_weight sums to zero: there is nothing to fit.")
         self.n_samples_seen_ = self._stream.n_rows
-        reset_fitted_state(self, STREAM_BUILT)  # built again when first read
+        # the model of the earlier batches is forgotten: built again when first read
+        reset_fitted_state(self, [n for n in fitted_state(self) if n not in STREAM_KEPT])
         self._stream_stale = True
         return self
+
+    def __getattr__(self, name):
+        # reached only for a name the instance and its class lack: a fitted attribute of
+        # a model that partial_fit made stale is built from the statistics on first read
+        fitted = (name.endswith("_") and name[0] != "_") or name in _BUILT_PRIVATE
+        if fitted and self.__dict__.get("_stream_stale"):
+            self._build_from_stream()
+            return getattr(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _build_from_stream(self):
         """The model of the statistics accumulated by :meth:`partial_fit`."""
@@ -125,40 +126,3 @@ class PartialFitMixin:
         encoder, perms = self._stream.final_encoder(given, names)
         self._set_leaves(CategoricalLeaves.from_encoder(encoder, self.categories))
         self._fit_moments(self._stream.moments(encoder, perms, self.n_jobs))
-
-
-class BuiltFromStream:
-    """A fitted attribute that ``partial_fit`` builds when it is first read after a call.
-
-    A data descriptor of the estimator's class: the value lives in the instance's
-    ``__dict__`` (where ``fit`` puts it and ``vars`` finds it), and a read while the
-    model is stale first builds the model from the statistics
-    (:meth:`PartialFitMixin._build_from_stream`)."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __get__(self, est, owner=None):
-        if est is None:
-            return self
-        if est.__dict__.get("_stream_stale"):
-            est._build_from_stream()
-        try:
-            return est.__dict__[self.name]
-        except KeyError:
-            raise AttributeError(
-                f"{type(est).__name__!r} object has no attribute {self.name!r}"
-            ) from None
-
-    def __set__(self, est, value):
-        est.__dict__[self.name] = value
-
-    def __delete__(self, est):
-        if est.__dict__.pop(self.name, _MISSING) is _MISSING:
-            raise AttributeError(self.name)
-
-
-_MISSING = object()
-for _name in STREAM_BUILT:
-    setattr(PartialFitMixin, _name, BuiltFromStream(_name))
-del _name

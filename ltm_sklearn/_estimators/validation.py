@@ -13,6 +13,7 @@ from .._engine.user_frames import user_stacklevel
 from .sklearn_internals import check_sample_weight
 
 __all__ = [
+    "fitted_state",
     "reset_fitted_state",
     "is_dask_collection",
     "target_index",
@@ -32,6 +33,17 @@ _PRIVATE_FIT_STATE = (
 )
 
 
+def fitted_state(est):
+    """The names of what a fit set on ``est``: every fitted attribute (a public name
+    with a trailing underscore) and the private state of a fit
+    (:data:`_PRIVATE_FIT_STATE`)."""
+    return [
+        n
+        for n in vars(est)
+        if (n.endswith("_") and not n.startswith("_")) or n in _PRIVATE_FIT_STATE
+    ]
+
+
 def reset_fitted_state(est, names=None):
     """Forget what an earlier fit set: the one way the estimators do it.
 
@@ -40,13 +52,7 @@ def reset_fitted_state(est, names=None):
     nothing of an earlier fit - a raw estimate, selection scores, the other form of a
     kernel model - outlives a new one; ``names`` removes those only (what
     ``partial_fit`` rebuilds)."""
-    if names is None:
-        names = [
-            n
-            for n in vars(est)
-            if (n.endswith("_") and not n.startswith("_")) or n in _PRIVATE_FIT_STATE
-        ]
-    for name in names:
+    for name in fitted_state(est) if names is None else names:
         est.__dict__.pop(name, None)
 
 
