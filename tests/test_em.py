@@ -37,6 +37,7 @@ from ltm_sklearn._engine.inference import (
     log_likelihood,
     stacked_tables,
 )
+from ltm_sklearn._estimators import auto_fit
 from ltm_sklearn.datasets import (
     LatentTreeModel,
     balanced_binary_tree,
@@ -511,18 +512,32 @@ def test_n_members_auto_grows_members_on_the_held_out_rows_with_k():
     assert est.n_members_ == 1 and not hasattr(est, "n_members_scores_")
 
 
-def test_a_given_n_members_is_fitted_after_a_selection():
+def test_a_given_n_members_is_fitted_after_a_selection(monkeypatch):
     # beyond the k' the moments identify the final fit resumes the selection's fit;
     # a given n_members still adds its members (it was silently one fit)
     model = LatentTreeModel.random(balanced_binary_tree(6), 2, 2, noise=0.3, random_state=0)
     X = model.sample(1500, random_state=0)
     configs = model.all_configurations()
+    seen = []
+    original = auto_fit.select_state_pruning
+
+    def states_of_the_pruned_model(est, choice, moments, split):
+        seen.append(len(choice.model_of_training_rows().root_marginal))
+        return original(est, choice, moments, split)
+
+    monkeypatch.setattr(auto_fit, "select_state_pruning", states_of_the_pruned_model)
     for k in ("auto", 4):
         est = SpectralLatentTree(k, n_members=3, random_state=0).fit(X)
         assert est.n_members_ == 3, k
         assert not hasattr(est, "n_members_scores_")
         assert est.root_marginal_.shape == (3 * est.n_hidden_states_,)
         assert np.exp(est.score_samples(configs)).sum() == pytest.approx(1.0, abs=1e-9)
+        # min_state_rows="auto" chose its threshold on the average of the members
+        assert seen[-1] == 3 * est.n_hidden_states_
+    # without EM the other members would be their random starts: one fit, a warning
+    with pytest.warns(UserWarning, match="max_iter=0"):
+        est = SpectralLatentTree(2, structure="hclt", max_iter=0, n_members=3).fit(X)
+    assert est.n_members_ == 1
 
 
 def test_passes_run_with_one_blas_thread():

@@ -453,6 +453,13 @@ def select_model(est, moments, rng):
             est, choice.fit, k_best, train, moments, split, base_seed, cap, est.max_iter,
             grown_from, settings,
         )  # fmt: skip
+    elif est._given_members() > 1 and est._resumable_fits and est.max_iter > 0:
+        # a given n_members on the same rows: min_state_rows="auto" chooses on the model
+        # it prunes, and the final fit goes on from these members
+        choice.members, _, _ = select_members(
+            est, choice.fit, k_best, train, moments, split, base_seed, cap, est.max_iter,
+            None, settings, count=est._given_members(),
+        )  # fmt: skip
     if isinstance(est.min_state_rows, str):
         choice.min_state_rows, choice.min_state_rows_scores = select_state_pruning(
             est, choice, moments, split
@@ -664,11 +671,12 @@ def select_entropy(
 
 def select_members(
     est, first, k, train_moments, moments, split, base_seed, cap, max_iter, grown_from,
-    settings=None,
+    settings=None, count=None,
 ):  # fmt: skip
     """The fits averaged by ``n_members="auto"``, chosen on the held-out rows of
     ``split`` with the model: ``(fits, scores per number of members, their mixture
-    weights)``.
+    weights)``. With ``count`` (a given ``n_members``), that many members from random
+    starts, each stopped early as below, with equal weights (``None``).
 
     ``first`` (the chosen fit), then EM on its tree from other starts, each stopped
     early on the held-out rows (at most ``max_iter`` iterations, as the chosen fit)
@@ -701,10 +709,10 @@ def select_members(
     fits = [first]
     average = est._held_out_log_likelihood(first, moments, held.rows, unseen)
     own_lls = [average]  # each kept member's own held-out log-likelihoods
-    kinds = ["random"] if grown_from is None else ["random", "grown"]
+    kinds = ["random"] if grown_from is None or count else ["random", "grown"]
     sizes = []  # the numbers of members whose tables fit the memory budget
-    for m in range(2, _AUTO_MAX_MEMBERS + 1):
-        if est._table_bytes(moments, k * m) > TABLE_MEMORY:
+    for m in range(2, (count or _AUTO_MAX_MEMBERS) + 1):
+        if est._table_bytes(moments, k * m) > TABLE_MEMORY and not count:
             break
         sizes.append(m)
     jobs = block_threads(est.n_jobs)
@@ -810,13 +818,16 @@ def select_members(
         if est.verbose:
             se = paired_se(ll, average, held.weights)
             print(f"{m} members: {kind} start, gain {score - before:.4f} (s.e. {se:.4f})")
-        if score > before + TIE_TOL:
+        if score > before + TIE_TOL or count:
             fits.append(fit)
             own_lls.append(own)
             average = ll
         return score
 
     scores = {1: held.mean(average)}
+    if count:
+        scores.update({m: add(m) for m in sizes})
+        return fits, scores, None
     scores.update(grow(range(2, _AUTO_MAX_MEMBERS + 1), add, patience=1, best=scores[1]))
     weights = None
     if len(fits) > 1:

@@ -337,7 +337,7 @@ class BaseLatentTree(
         grown = k > moment_states(moments.n_states)
         reuse = choice is not None and choice.fit is not None and self._resumable_fits
         starts = None
-        if reuse and (grown or choice.members):
+        if reuse and (grown or len(choice.members or ()) > 1):
             # beyond the k' the moments identify, EM from the selection's fits on their
             # tree (learned on the selection's training rows); within, the tree and the
             # tensor start on every row (see _fit_parameters)
@@ -436,11 +436,16 @@ class BaseLatentTree(
         count = self._given_members()
         if count == 1 or not tree.hidden_nodes:
             return fitted  # without hidden nodes EM has one optimum: members would agree
-        if not can_average_members(tree):
+        if not can_average_members(tree) or self.max_iter == 0:
+            why = (
+                "max_iter=0 keeps the moment estimate, and the other members would be "
+                "their random starts"
+                if self.max_iter == 0
+                else f"the tree of structure {self.structure_!r} has columns at internal "
+                "nodes, and members are averaged over the hidden states"
+            )
             warnings.warn(
-                f"n_members={self.n_members} averages fits over the hidden states and needs "
-                f"every column at a leaf; the tree of structure {self.structure_!r} has "
-                "columns at internal nodes, so one fit is kept.",
+                f"n_members={self.n_members} averages EM fits; {why}: one fit is kept.",
                 UserWarning,
                 stacklevel=user_stacklevel(),
             )

@@ -161,11 +161,14 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         user guide). ``"auto"``: with
         ``n_hidden_states="auto"``, chosen with ``k'`` on the same held-out rows - members
         added one at a time, at most 4, while the held-out log-likelihood of the average
-        gains (``n_members_scores_``); with a given ``k'``, one fit. Needs every column at
-        a leaf (one fit is kept otherwise, with a warning for a number; a tree without
-        hidden nodes, as ``"chow_liu"``, has nothing to average and keeps one fit
-        silently); costs
-        ``n_members_`` final fits.
+        gains (``n_members_scores_``); with a given ``k'``, one fit. A number after a
+        selection on held-out rows (``k'``, the structure or a setting ``"auto"``): the
+        members are fitted there with the chosen model, each stopped on the held-out rows,
+        so that ``min_state_rows="auto"`` chooses on the average it prunes, and the final
+        fits go on from them on every row. Needs every column at a leaf and EM
+        (``max_iter > 0``): one fit is kept otherwise, with a warning for a number; a
+        tree without hidden nodes, as ``"chow_liu"``, has nothing to average and keeps
+        one fit silently. Costs ``n_members_`` final fits.
     min_state_rows : float >= 0 or "auto", default="auto"
         Hidden states are removed from the fitted model when it expects fewer training
         rows in them than this (their marginal probability times the total sample
