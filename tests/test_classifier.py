@@ -331,6 +331,10 @@ def test_pool_is_its_weight_and_temperature_applied_to_the_two_models():
     per_class = LatentTreeClassifier(model="per_class", random_state=0, calibrate=False).fit(X, y)
     joint = LatentTreeClassifier(model="joint", random_state=0).fit(X, y)
     assert not hasattr(per_class, "joint_estimator_") and not hasattr(joint, "estimators_")
+    # the joint model's k' is the classifier's (a number given, or its choice)
+    assert not hasattr(joint, "n_hidden_states_")  # n_hidden_states=None: the estimator's
+    auto = LatentTreeClassifier(model="joint", n_hidden_states="auto", random_state=0).fit(X, y)
+    assert auto.n_hidden_states_ == auto.joint_estimator_.n_hidden_states_
     mean = LatentTreeClassifier(random_state=0, calibrate=False).fit(X, y)
     assert (mean.pool_weight_, mean.temperature_) == (0.5, 1.0)
     expected = (per_class.predict_proba(X[:50]) + joint.predict_proba(X[:50])) / 2

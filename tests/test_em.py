@@ -540,6 +540,15 @@ def test_a_given_n_members_is_fitted_after_a_selection(monkeypatch):
     assert est.n_members_ == 1
 
 
+def test_the_raw_estimate_after_members_is_the_one_of_every_row():
+    model = LatentTreeModel.random(balanced_binary_tree(6), 2, 2, noise=0.3, random_state=0)
+    X, T = model.sample(1500, random_state=0), model.sample(5, random_state=9)
+    est = SpectralLatentTree("auto", structure="hclt", n_members=3, random_state=0).fit(X)
+    assert est.n_hidden_states_ == 2 and est.n_members_ == 3
+    raw = SpectralLatentTree(2, tree=est.tree_, max_iter=0, n_members=1).fit(X)
+    np.testing.assert_allclose(est.raw_log_abs(T)[1], raw.raw_log_abs(T)[1])
+
+
 def test_passes_run_with_one_blas_thread():
 
     from threadpoolctl import threadpool_info

@@ -151,6 +151,26 @@ def test_estimator_recovers_random_trees_and_beats_neighbor_joining():
     assert exact_q >= exact_nj
 
 
+def test_quartet_statistics_describe_the_tree_kept(monkeypatch):
+    # n_hidden_states="auto" builds a tree per k'; the attributes are those of tree_
+    from ltm_sklearn._estimators import quartet
+
+    built = {}
+    original = quartet.learn_tree_quartets
+
+    def recording(moments, k, **kwargs):
+        tree, info = original(moments, k, **kwargs)
+        built[quartet._edge_key(tree)] = (info.n_tests, float(info.min_margin))
+        return tree, info
+
+    monkeypatch.setattr(quartet, "learn_tree_quartets", recording)
+    model = LatentTreeModel.random(balanced_binary_tree(6), 2, 2, noise=0.3, random_state=0)
+    X = model.sample(1500, random_state=0)
+    est = QuartetTreeLearner("auto", random_state=0).fit(X)
+    assert len(set(built.values())) > 1  # trees with other statistics were built
+    assert (est.n_quartet_tests_, est.min_quartet_margin_) == built[quartet._edge_key(est.tree_)]
+
+
 def test_init_methods_and_structure_option():
     model = LatentTreeModel.random(balanced_binary_tree(8), 2, 3, noise=0.3, random_state=0)
     X, X_test = model.sample(20_000, random_state=1), model.sample(2000, random_state=2)

@@ -380,6 +380,12 @@ def test_alpha_auto_chooses_the_prior_with_k_on_held_out_rows():
     assert est.alpha_ == 0.3 and not hasattr(est, "alpha_scores_")
     with pytest.raises(ValueError, match="alpha='auto' holds out rows"):
         SpectralLatentTree(2, alpha="auto").fit(X[:6])
+    # every setting "auto" alike; the default structure="auto" keeps its first candidate
+    for setting in ("softening", "entropy"):
+        with pytest.raises(ValueError, match=f"{setting}='auto' holds out rows"):
+            SpectralLatentTree(2, **{setting: "auto"}).fit(X[:6])
+    few = SpectralLatentTree(2, random_state=0).fit(X[:6])
+    assert few.structure_ == "me" and few.structure_scores_ == {}
     with pytest.raises(ValueError, match="alpha"):
         KernelLatentTree(alpha="auto").fit(np.random.default_rng(0).normal(size=(50, 3)))
 

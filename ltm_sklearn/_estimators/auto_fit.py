@@ -86,6 +86,8 @@ _ENTROPY_MAX = 1.0 / 8
 #: a hidden state), from the smallest, doubled while the held-out score improves
 _PRUNE_ROWS_MIN = 0.5
 _PRUNE_ROWS_MAX = 8.0
+#: the settings that ``"auto"`` chooses on held-out rows and that have no default choice
+_SETTINGS = ("alpha", "softening", "entropy")
 #: ``n_members="auto"``: at most this many members, each added while the held-out score
 #: of the average gains (more than ``TIE_TOL``)
 _AUTO_MAX_MEMBERS = 4
@@ -149,8 +151,12 @@ def select_model(est, moments, rng):
     grid = est._hidden_state_grid(moments) if auto_k else [int(est.n_hidden_states)]
     split = est._selection_split(moments)
     if split is None:
-        if auto_k or isinstance(est.alpha, str):
-            what = "n_hidden_states" if auto_k else "alpha"
+        # the structure falls back to the first candidate (the default "auto" stays
+        # usable on a handful of rows); a choice asked for explicitly is refused
+        asked = ["n_hidden_states"] if auto_k else []
+        asked += [p for p in _SETTINGS if isinstance(getattr(est, p, None), str)]
+        if asked:
+            what = asked[0]
             weights = moments.sample_weight
             raise no_held_out_rows(what, float(weights.sum()), int(np.count_nonzero(weights)))
         return ModelChoice(grid[0], names[0])

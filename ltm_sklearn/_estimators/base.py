@@ -368,6 +368,8 @@ class BaseLatentTree(
                 self.n_members_ = len(fits)
             else:  # a given n_members: the others from random starts, as without a choice
                 fitted = self._fit_members(fits[0], parameters, k, rng)
+            if not grown:  # the raw estimate of every row, as without a selection
+                fitted.extras = self._raw_extras(self.tree_, parameters, k)
         else:
             fitted = self._fit_parameters(self.tree_, parameters, k, rng, tensor_start=True)
             if reuse and choice.fit.tree.edges == self.tree_.edges:

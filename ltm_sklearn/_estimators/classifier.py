@@ -239,7 +239,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         The density over the columns and the class, whose last column is the class
         index into ``classes_`` (``model_`` ``"joint"`` or ``"pooled"``).
     n_hidden_states_ : int
-        ``k'`` of the class models (``n_hidden_states`` not None only).
+        ``k'`` of the class models, or of the joint model with ``model_="joint"``
+        (``n_hidden_states`` not None only).
     n_hidden_states_scores_ : dict
         Out-of-fold log-loss per ``k'`` tried with the estimator's own structure
         (``n_hidden_states="auto"`` only). With the default estimator ``k' = 1`` is the
@@ -429,8 +430,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                 (self.pool_weight_, self.temperature_), self.calibration_scores_ = self._calibrate(
                     base, shared, X, y_idx, sample_weight, scores, default
                 )
-        elif self.n_hidden_states not in (None, "auto"):
-            self.n_hidden_states_ = int(self.n_hidden_states)
+        elif self.n_hidden_states is not None:
+            # the joint model's own k' (chosen in its fit with "auto")
+            chosen = getattr(self.joint_estimator_, "n_hidden_states_", self.n_hidden_states)
+            if not isinstance(chosen, str):
+                self.n_hidden_states_ = int(chosen)
         return self
 
     def _model_scores(self, X, y, y_idx, sample_weight):

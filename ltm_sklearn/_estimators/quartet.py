@@ -88,9 +88,10 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     ----------
     tree_ : LatentTree
     n_quartet_tests_ : int
-        Quartet tables evaluated while building the tree.
+        Quartet tables evaluated while building ``tree_`` (absent for a given tree).
     min_quartet_margin_ : float
-        Smallest gap between the best and second best summed score of a decision.
+        Smallest gap between the best and second best summed score of a decision in
+        building ``tree_``.
     root_marginal_, cpts_, raw_estimate_, categories_, unseen_proba_, n_hidden_states_,
     n_hidden_states_scores_, alpha_, alpha_scores_, n_members_, n_members_scores_,
     min_state_rows_, min_state_rows_scores_, hidden_state_counts_, softening_,
@@ -189,9 +190,17 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
             n_representatives=self.n_representatives,
             local_search=self.local_search,
         )
-        self.n_quartet_tests_ = info.n_tests
-        self.min_quartet_margin_ = float(info.min_margin)
+        # every tree this fit builds, by its edges: the fitted attributes describe
+        # tree_, which a selection may have built among others (one per k')
+        tests = self.__dict__.setdefault("_quartet_tests", {})
+        tests[_edge_key(tree)] = (int(info.n_tests), float(info.min_margin))
         return tree
+
+    def _set_fitted(self, fitted):
+        super()._set_fitted(fitted)
+        tests = self.__dict__.pop("_quartet_tests", {})
+        if _edge_key(self.tree_) in tests:
+            self.n_quartet_tests_, self.min_quartet_margin_ = tests[_edge_key(self.tree_)]
 
     def _init_method(self):
         if self.init == "em":
@@ -217,3 +226,8 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
         if self._init_method() == "tensor":
             return {}
         return super()._raw_extras(tree, moments, k)
+
+
+def _edge_key(tree):
+    """The edges of ``tree`` whatever their direction and order."""
+    return tuple(sorted(tuple(sorted(e)) for e in tree.edges))

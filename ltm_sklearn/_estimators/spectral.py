@@ -96,7 +96,8 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         ``"clnj"``, ``"hclt"``, ``"grouped_hclt"``, ``"chow_liu"`` and ``"star"`` on about
         80% of the rows (at most 20,000) and keeps the one with the best log-likelihood on
         the others (at most 5,000; ``structure_scores_``; a latent structure within one
-        standard error of the Chow-Liu tree wins). ``"chow_liu"``: the maximum-likelihood
+        standard error of the Chow-Liu tree wins; under 10 rows, total weight, nothing is
+        held out and the first, ``"me"``, is kept). ``"chow_liu"``: the maximum-likelihood
         tree over the columns, no hidden nodes (Chow & Liu, "Approximating Discrete Probability
         Distributions with Dependence Trees", IEEE Transactions on Information Theory,
         1968). ``"hclt"``: a hidden node
@@ -217,8 +218,9 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
     cpts_ : dict node -> ndarray of shape (k_parent, k_node)
         ``P(X_u | X_parent(u))`` for every non-root node of ``tree_``.
     raw_estimate_ : SpectralParams
-        The observable representation before the explicit tables (see
-        :meth:`raw_log_abs`); absent when the tree has no hidden node.
+        The observable representation of every row before the explicit tables (see
+        :meth:`raw_log_abs`); absent when the tree has no hidden node or ``k'`` is more
+        than the moments identify (EM then starts from other tables).
     categories_ : list of list
         Categories of every column, in code order.
     unseen_proba_ : ndarray of shape (n_features,)

@@ -30,6 +30,7 @@ _PRIVATE_FIT_STATE = (
     "_stream",
     "_stream_declared",
     "_stream_stale",
+    "_quartet_tests",
 )
 
 
