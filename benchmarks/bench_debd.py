@@ -17,7 +17,7 @@ mean test log-likelihood per row (nats). Rows of the table, per set:
 A second part measures the EM engine: one E-step on the hidden Chow-Liu tree of each set
 at k' = 16-128 (float64 and float32), its multiply-adds per second against NumPy's own
 matrix product on the same shapes; and time to converge from a random start, with and
-without a first pass of mini-batch EM.
+without two passes of mini-batch EM first.
 
 Usage::
 
@@ -455,7 +455,10 @@ def report(sets):
             "NeurIPS 2021: each observed value soft evidence; none, then 1/4096 doubled "
             "while the held-out score of the selection's split gains), test log-likelihood "
             "per row and fit seconds; the held-out score of every value tried (validation "
-            "rows of the fit's own split, not the benchmark's valid split):",
+            "rows of the fit's own split, not the benchmark's valid split). Both columns "
+            "come from one session with an earlier version (commit e479618; the defaults "
+            "from `bench_speed.py`'s `after` cells), so their defaults differ from the "
+            "first table's:",
             "",
             markdown_table(
                 [

@@ -22,7 +22,7 @@ columns of german and contraceptive, and scikit-learn's digits binarised at 8):
     python benchmarks/bench_real.py [--quick] [--tables breast,car] [--part density|classify]
         [--models QuartetTreeLearner]   # re-run some estimators, keep the other rows
 
-Writes benchmarks/results/bench_real.md and bench_real.png (``--quick``: ``*_quick``).
+Writes benchmarks/results/bench_real.md (``--quick``: ``*_quick``).
 """
 
 from __future__ import annotations
