@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._engine.checks import check_latent_tree
+
 __all__ = ["tree_splits", "robinson_foulds", "hop_error", "relative_joint_error"]
 
 
@@ -103,8 +105,12 @@ def hop_error(true_tree, estimated_tree, average=False):
     -------
     float
     """
+    check_latent_tree(true_tree, "true_tree")
+    check_latent_tree(estimated_tree, "estimated_tree")
     if true_tree.n_observed != estimated_tree.n_observed:
         raise ValueError("The trees must have the same observed variables.")
+    if true_tree.n_observed < 2:
+        raise ValueError("The hop error compares pairs of observed variables: it needs two.")
     h_true, h_est = _leaf_hops(true_tree), _leaf_hops(estimated_tree)
     iu = np.triu_indices(true_tree.n_observed, k=1)
     err = np.abs(h_true[iu] - h_est[iu]) / h_true[iu]
@@ -134,6 +140,15 @@ def relative_joint_error(log_p_true, log_p_estimated):
     >>> relative_joint_error(np.log([0.5, 0.2]), np.log([0.25, 0.2]))
     array([0.5, 0. ])
     """
-    return np.abs(
-        np.expm1(np.asarray(log_p_estimated, dtype=float) - np.asarray(log_p_true, dtype=float))
-    )
+    log_p_true = np.asarray(log_p_true, dtype=float)
+    log_p_estimated = np.asarray(log_p_estimated, dtype=float)
+    if log_p_true.ndim != 1 or log_p_estimated.shape != log_p_true.shape:
+        raise ValueError(
+            f"log_p_true and log_p_estimated must be 1-D of one length, got shapes "
+            f"{log_p_true.shape} and {log_p_estimated.shape}."
+        )
+    if not np.all(np.isfinite(log_p_true)):
+        raise ValueError("log_p_true must be finite: the error is relative to P(x) > 0.")
+    if np.any(np.isnan(log_p_estimated) | (log_p_estimated == np.inf)):
+        raise ValueError("log_p_estimated holds NaN or +inf.")
+    return np.abs(np.expm1(log_p_estimated - log_p_true))

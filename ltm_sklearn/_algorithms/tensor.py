@@ -21,7 +21,7 @@ import itertools
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._engine.checks import check_finite, check_whole
+from .._engine.checks import check_finite, check_latent_tree, check_moments, check_real, check_whole
 
 __all__ = [
     "whiten",
@@ -137,6 +137,9 @@ def tensor_power_method(
             "orthogonal eigenvectors."
         )
     rng = check_random_state(random_state)
+    n_restarts = check_whole(n_restarts, "n_restarts", 1)
+    n_iter = check_whole(n_iter, "n_iter", 1)
+    tol = check_real(tol, "tol", 0.0)
     starts = _power_starts(rng, 1, n_components, k, n_restarts)
     lams, vecs = _power_method_stacked(T[None], starts, n_iter, tol)
     return lams[0], vecs[0]
@@ -601,9 +604,18 @@ def tensor_cpts(tree, moments, n_hidden_states, random_state=None, n_anchors=4, 
     cpts : dict node -> ndarray of shape (k_parent, k_node)
     """
     rng = check_random_state(random_state)
-    k = int(n_hidden_states)
+    check_latent_tree(tree)
+    check_moments(moments)
+    k = check_whole(n_hidden_states, "n_hidden_states", 1)
+    n_anchors = check_whole(n_anchors, "n_anchors", 1)
+    view_size = check_whole(view_size, "view_size", 1)
     d = tree.n_observed
     n_obs = moments.n_states
+    if len(n_obs) != d:
+        raise ValueError(
+            f"The tree has {d} observed nodes and the moments {len(n_obs)} columns: one "
+            "observed node a column."
+        )
     if k == 1:
         return _constant_hidden_cpts(tree, moments)
     hops = tree.hop_distances()
@@ -731,7 +743,7 @@ def expand_states(tree, root_marginal, cpts, n_states, random_state=None, noise=
         keeps its own).
     random_state : int, RandomState instance or None, default=None
         Seeds the perturbation (``noise > 0``).
-    noise : float, default=0.0
+    noise : float in [0, 1), default=0.0
         Relative perturbation of the copied rows.
 
     Returns
@@ -739,12 +751,22 @@ def expand_states(tree, root_marginal, cpts, n_states, random_state=None, noise=
     root_marginal, cpts : the expanded parameters (new arrays).
     """
     rng = check_random_state(random_state)
+    check_latent_tree(tree)
     k = check_whole(n_states, "n_states", 1)
+    noise = check_real(noise, "noise", 0.0, 1.0, high_open=True)
     missing = [u for u in range(tree.n_nodes) if u != tree.root and u not in cpts]
     if missing:
         raise ValueError(f"cpts has no table for the non-root nodes {missing[:10]}.")
     cpts = {u: np.array(t, dtype=float) for u, t in cpts.items()}
     root_marginal = np.array(root_marginal, dtype=float)
+    for u in tree.preorder[1:]:
+        p = tree.parent[u]
+        rows = len(root_marginal) if p == tree.root else cpts[p].shape[1]
+        if cpts[u].ndim != 2 or cpts[u].shape[0] != rows:
+            raise ValueError(
+                f"The table of node {u} has shape {cpts[u].shape}; its parent {p} has "
+                f"{rows} states (root_marginal's length at the root)."
+            )
     for h in tree.hidden_nodes:
         r = len(root_marginal) if h == tree.root else cpts[h].shape[1]
         if r >= k:

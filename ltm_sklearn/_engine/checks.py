@@ -8,7 +8,15 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_finite", "check_row_weights", "check_whole"]
+__all__ = [
+    "check_finite",
+    "check_latent_tree",
+    "check_moments",
+    "check_real",
+    "check_row_weights",
+    "check_stochastic",
+    "check_whole",
+]
 
 
 def check_finite(array, what):
@@ -48,3 +56,61 @@ def check_whole(value, what, low):
     ):
         raise ValueError(f"{what} must be a whole number >= {low}, got {value!r}.")
     return int(value)
+
+
+def check_real(value, what, low=None, high=None, *, low_open=False, high_open=False):
+    """``value`` as a float, refused unless a finite real number (not a bool) within
+    ``[low, high]`` (``low_open`` / ``high_open``: that end excluded; ``None``: no
+    bound)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = ok and bool(np.isfinite(value))
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        left = "" if low is None else f"{'>' if low_open else '>='} {low}"
+        right = "" if high is None else f"{'<' if high_open else '<='} {high}"
+        bounds = " and ".join(b for b in (left, right) if b)
+        raise ValueError(
+            f"{what} must be a finite number{' ' + bounds if bounds else ''}, got {value!r}."
+        )
+    return float(value)
+
+
+def check_stochastic(table, what, atol=1e-6):
+    """``table`` as floats, refused unless finite, non-negative and summing to one over
+    its last axis (every row a distribution)."""
+    table = np.asarray(table, dtype=float)
+    if table.size == 0 or not np.all(np.isfinite(table)) or np.any(table < 0):
+        raise ValueError(f"{what} must hold finite, non-negative probabilities.")
+    sums = np.atleast_1d(table.sum(axis=-1))
+    far = float(sums[np.argmax(np.abs(sums - 1.0))])
+    if abs(far - 1.0) > atol:
+        raise ValueError(
+            f"{what} must sum to one over its last axis (every row a distribution); a "
+            f"sum is {far:g}."
+        )
+    return table
+
+
+def check_latent_tree(tree, what="tree"):
+    """``tree`` unchanged, refused with a :class:`TypeError` unless a
+    :class:`~ltm_sklearn.LatentTree` (or an object with its interface)."""
+    if not all(hasattr(tree, a) for a in ("n_observed", "edges", "parent", "children")):
+        raise TypeError(
+            f"{what} must be a LatentTree, got {type(tree).__name__}: build one with "
+            "LatentTree(edges, n_observed)."
+        )
+    return tree
+
+
+def check_moments(moments, what="moments"):
+    """``moments`` unchanged, refused with a :class:`TypeError` unless a moment source
+    (:class:`~ltm_sklearn.moments.MomentEstimator` or one of its kind)."""
+    if not all(hasattr(moments, a) for a in ("singletons", "pairs", "n_states")):
+        raise TypeError(
+            f"{what} must be a moment source such as MomentEstimator(codes, n_states), got "
+            f"{type(moments).__name__}: build one from the category codes of the columns."
+        )
+    return moments

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .checks import check_finite, check_row_weights
+from .checks import check_finite, check_real, check_row_weights, check_whole
 from .moments import _chunks, _normalise
 
 __all__ = ["RBFFeatureMap", "KernelMoments", "rbf_features", "weighted_quantiles"]
@@ -41,6 +41,8 @@ def weighted_quantiles(x, weights, probs):
     probs = np.asarray(probs, dtype=float)
     if not np.all((probs >= 0) & (probs <= 1)):
         raise ValueError("probs must lie in [0, 1].")
+    kept = weights > 0  # a row of weight 0 is no row: not even the lowest quantile
+    x, weights = x[kept], weights[kept]
     order = np.argsort(x, kind="stable")
     xs, cw = x[order], np.cumsum(weights[order])
     idx = np.searchsorted(cw, np.asarray(probs) * cw[-1], side="left")
@@ -369,6 +371,8 @@ def rbf_features(X, n_components=50, bandwidth_scale=1.0):
         raise ValueError(f"X must be 2D with at least 2 rows, got shape {X.shape}.")
     if not np.all(np.isfinite(X)):
         raise ValueError("X holds NaN or infinite values; kernel features need finite data.")
+    n_components = check_whole(n_components, "n_components", 1)
+    bandwidth_scale = check_real(bandwidth_scale, "bandwidth_scale", 0.0, low_open=True)
     fmap = RBFFeatureMap(n_components, bandwidth_scale).fit(X)
     F = fmap.transform(X)
     F -= F.mean(axis=0)

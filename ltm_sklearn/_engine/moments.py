@@ -137,6 +137,8 @@ class MomentEstimator:
         self.codes = codes
         self.n_states = np.asarray(n_states, dtype=np.int64)
         _check_codes(codes, self.n_states)
+        if codes.shape[1] == 0:
+            raise ValueError("codes has no rows (shape (n_features, 0)): moments need data.")
         self.sample_weight = check_row_weights(sample_weight, codes.shape[1])
         self.n_jobs = n_jobs
         self._pairs = {}

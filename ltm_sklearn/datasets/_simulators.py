@@ -18,6 +18,7 @@ from .._algorithms.gaussian import (
     sample_nodes,
     standardise_hidden,
 )
+from .._engine.checks import check_real, check_stochastic, check_whole
 from .._engine.encoding import MISSING
 from .._engine.evidence import CodeEvidence, DenseEvidence
 from .._engine.inference import log_likelihood, sample_states
@@ -176,10 +177,8 @@ def deep_tree(depth):
     return LatentTree(edges, n)
 
 
-def _check_n(n, minimum):
-    if int(n) != n or n < minimum:
-        raise ValueError(f"Expected an integer >= {minimum}, got {n!r}.")
-    return int(n)
+def _check_n(n, minimum, what="the count"):
+    return check_whole(n, what, minimum)
 
 
 # ---------------------------------------------------------------------- the model
@@ -189,7 +188,8 @@ class LatentTreeModel:
     Parameters
     ----------
     tree : LatentTree
-        Topology, rooted at the node whose marginal is ``root_marginal`` (must be hidden).
+        Topology, rooted at the node whose marginal is ``root_marginal`` (a hidden node,
+        or an observed one with as many categories).
     n_states : array-like of int, shape (n_nodes,)
     root_marginal : ndarray of shape (n_states[root],)
     cpts : dict node -> ndarray of shape (n_states[parent], n_states[node])
@@ -201,12 +201,30 @@ class LatentTreeModel:
         self.n_states = np.asarray(n_states, dtype=np.int64)
         self.root_marginal = np.asarray(root_marginal, dtype=float)
         self.cpts = {int(u): np.asarray(c, dtype=float) for u, c in cpts.items()}
+        if self.n_states.shape != (tree.n_nodes,) or np.any(self.n_states < 1):
+            raise ValueError(
+                f"n_states must hold a count >= 1 for each of the tree's {tree.n_nodes} "
+                f"nodes, got shape {self.n_states.shape}."
+            )
+        if self.root_marginal.shape != (self.n_states[tree.root],):
+            raise ValueError(
+                f"root_marginal has shape {self.root_marginal.shape}; the root (node "
+                f"{tree.root}) has {self.n_states[tree.root]} states."
+            )
+        check_stochastic(self.root_marginal, "root_marginal")
         for u in range(tree.n_nodes):
             if u == tree.root:
                 continue
+            if u not in self.cpts:
+                raise ValueError(f"cpts has no table for node {u} (every non-root node needs one).")
             p = tree.parent[u]
             if self.cpts[u].shape != (self.n_states[p], self.n_states[u]):
-                raise ValueError(f"CPT of node {u} has the wrong shape {self.cpts[u].shape}.")
+                raise ValueError(
+                    f"CPT of node {u} has the wrong shape {self.cpts[u].shape}; expected "
+                    f"{(int(self.n_states[p]), int(self.n_states[u]))} (parent {p}'s states "
+                    "x its own)."
+                )
+            check_stochastic(self.cpts[u], f"The CPT of node {u}")
 
     @property
     def n_features(self):
@@ -246,11 +264,13 @@ class LatentTreeModel:
         LatentTreeModel
         """
         rng = check_random_state(random_state)
-        if not 0 <= noise <= 1:
-            raise ValueError(f"noise must be in [0, 1], got {noise}.")
-        k = int(n_hidden_states)
+        check_real(noise, "noise", 0.0, 1.0)
+        k = check_whole(n_hidden_states, "n_hidden_states", 1)
         d = tree.n_observed
-        n_obs = np.broadcast_to(np.asarray(n_observed_states, dtype=np.int64), (d,))
+        counts = np.atleast_1d(n_observed_states)
+        for c in counts:
+            check_whole(c, "n_observed_states", 1)
+        n_obs = np.broadcast_to(counts.astype(np.int64), (d,))
         if tree.root < d and n_obs[tree.root] != k:
             raise ValueError(
                 f"The tree is rooted at observed node {tree.root} of {n_obs[tree.root]} "
@@ -286,6 +306,7 @@ class LatentTreeModel:
         return_hidden : bool, default=False
         """
         rng = check_random_state(random_state)
+        n_samples = check_whole(n_samples, "n_samples", 0)
         states = sample_states(self.tree, self.root_marginal, self.cpts, n_samples, rng)
         X = states[: self.tree.n_observed].T.copy()
         return (X, states.T.copy()) if return_hidden else X
@@ -337,7 +358,12 @@ class LatentTreeModel:
         ndarray of shape (n_states[v] for v in variables)
             ``P(X_variables)``, summing to one.
         """
-        variables = list(variables)
+        variables = [check_whole(v, "a variable", 0) for v in variables]
+        if len(set(variables)) != len(variables) or any(v >= self.n_features for v in variables):
+            raise ValueError(
+                f"variables must be distinct observed columns in 0..{self.n_features - 1}, "
+                f"got {variables}."
+            )
         shape = tuple(self.n_states[v] for v in variables)
         grid = np.array(list(itertools.product(*[range(s) for s in shape])), dtype=float)
         X = np.full((grid.shape[0], self.n_features), np.nan)
@@ -367,6 +393,8 @@ def sample_sign_flip_tree(tree, n_samples, sigma=0.3, random_state=None):
     ndarray of shape (n_samples, tree.n_observed)
     """
     rng = check_random_state(random_state)
+    n_samples = check_whole(n_samples, "n_samples", 0)
+    sigma = check_real(sigma, "sigma", 0.0, low_open=True)
     x = np.empty((tree.n_nodes, n_samples))
     signs = np.where(rng.random_sample(n_samples) < 0.5, -1.0, 1.0)
     x[tree.root] = signs + sigma * rng.standard_normal(n_samples)
@@ -405,6 +433,10 @@ class GaussianLeafTreeModel:
         self.model = model
         self.means = np.asarray(means, dtype=float)
         self.sigma = np.broadcast_to(np.asarray(sigma, dtype=float), (self.means.shape[0],))
+        if not np.all(np.isfinite(self.means)):
+            raise ValueError("means must be finite.")
+        if not np.all(np.isfinite(self.sigma) & (self.sigma > 0)):
+            raise ValueError(f"sigma must be finite and positive, got {sigma!r}.")
 
     @property
     def tree(self):
@@ -436,7 +468,8 @@ class GaussianLeafTreeModel:
         GaussianLeafTreeModel
         """
         rng = check_random_state(random_state)
-        d = int(n_hidden_states)
+        d = check_whole(n_hidden_states, "n_hidden_states", 1)
+        spacing = check_real(spacing, "spacing", 0.0, low_open=True)
         model = LatentTreeModel.random(tree, d, d, random_state=rng)
         for j in range(tree.n_observed):  # the component is the parent's state
             model.cpts[j] = np.eye(d)
@@ -488,6 +521,8 @@ class GaussianLeafTreeModel:
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}.")
+        if np.any(np.isinf(X)):
+            raise ValueError("X holds infinite entries (NaN marks a missing one).")
         offset = np.zeros(X.shape[0])
         evidence = {}
         for j in range(self.n_features):
@@ -554,7 +589,9 @@ class GaussianLatentTreeModel:
         """
         rng = check_random_state(random_state)
         n, d = tree.n_nodes, tree.n_observed
-        K = int(n_components)
+        K = check_whole(n_components, "n_components", 1)
+        check_real(min_correlation, "min_correlation", 0.0, 0.95)
+        check_real(spread, "spread", 0.0)
         weight, offset, noise = np.zeros((K, n)), np.zeros((K, n)), np.ones((K, n))
         for k in range(K):
             rho = rng.uniform(min_correlation, 0.95, n) * rng.choice([-1.0, 1.0], n)
@@ -601,6 +638,7 @@ class GaussianLatentTreeModel:
         return_hidden : bool, default=False
         """
         rng = check_random_state(random_state)
+        n_samples = check_whole(n_samples, "n_samples", 0)
         p = self.params
         comp = rng.choice(p.n_components, size=n_samples, p=np.exp(p.log_weights))
         trees = p.trees_or(self.tree)
@@ -629,4 +667,6 @@ class GaussianLatentTreeModel:
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}.")
+        if np.any(np.isinf(X)):
+            raise ValueError("X holds infinite entries (NaN marks a missing one).")
         return mixture_log_density(X, self.tree, self.params)[0]

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.sparse.csgraph import dijkstra
 
+from ..._engine.checks import check_latent_tree, check_real
 from .distances import check_distance_matrix
 from .search import bme_length
 
@@ -80,12 +81,12 @@ def censored_residual(tree, D, n_samples, delta=_DELTA):
         starts from the reliable pairs and adds the violated censored ones until none
         is left (exact, and ``O(d m)`` pairs for sensible trees).
     """
+    check_latent_tree(tree)
     D = check_distance_matrix(D)
     d, parent, m = tree.n_observed, tree.parent, tree.n_nodes
     if D.shape[0] != d:
         raise ValueError(f"D is {D.shape[0]} x {D.shape[0]}; the tree has {d} observed nodes.")
-    if not n_samples > 0:
-        raise ValueError(f"n_samples must be positive, got {n_samples!r}.")
+    check_real(n_samples, "n_samples", 0.0, low_open=True)
     level = saturation_level(n_samples, delta)
     rows_i, cols_e = [], []  # observed i and the edges (u, parent u) above it
     for i in range(d):

@@ -18,6 +18,7 @@ import heapq
 
 import numpy as np
 
+from ..._engine.checks import check_real
 from ..._engine.tree import LatentTree
 from .distances import check_distance_matrix
 from .nj import neighbor_joining
@@ -137,6 +138,7 @@ def clrg(D, threshold=1e-8, feature_names=None):
     >>> clrg(D).to_newick()
     '(0,1,(2,3));'
     """
+    threshold = check_real(threshold, "threshold", 0.0)
     return _chow_liu_local(
         D, lambda Dv: recursive_grouping(Dv, threshold=threshold), threshold, feature_names
     )
@@ -169,6 +171,7 @@ def clnj(D, threshold=1e-8, feature_names=None):
     >>> clnj(D).to_newick()
     '(0,1,(2,3));'
     """
+    threshold = check_real(threshold, "threshold", 0.0)
     return _chow_liu_local(D, neighbor_joining, threshold, feature_names)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import rankdata
 
-from ..._engine.checks import check_row_weights, check_whole
+from ..._engine.checks import check_finite, check_moments, check_row_weights, check_whole
 from ..._engine.kernel_features import KernelMoments
 
 __all__ = [
@@ -43,6 +43,7 @@ def spectral_distance(moments, n_hidden_states):
     -------
     ndarray of shape (n_features, n_features)
     """
+    check_moments(moments)
     n_hidden_states = check_whole(n_hidden_states, "n_hidden_states", 1)
     singles = moments.singletons()
     d = len(singles)
@@ -124,6 +125,7 @@ def mutual_information(moments):
     -------
     ndarray of shape (n_features, n_features), zero diagonal.
     """
+    check_moments(moments)
     d = len(moments.n_states)
     M = np.zeros((d, d))
     for keys, P in _grouped_pairs(moments):
@@ -171,10 +173,10 @@ def kernel_distance(features, n_singular=1):
                 "The feature matrices have different numbers of rows "
                 f"{sorted({f.shape[0] for f in features})}: one row a sample in each."
             )
-        F = np.hstack(features)
+        F = check_finite(np.hstack(features), "The features")
         G = F.T @ F / F.shape[0]
         offsets = np.concatenate([[0], np.cumsum([f.shape[1] for f in features])])
-    d = int(n_singular)
+    d = check_whole(n_singular, "n_singular", 1)
     p = len(offsets) - 1
     blocks = [slice(int(offsets[i]), int(offsets[i + 1])) for i in range(p)]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._engine.checks import check_whole
 from ..._engine.tree import LatentTree
 from .chow_liu import spanning_tree_edges
 from .distances import check_distance_matrix
@@ -86,8 +87,7 @@ def grouped_chow_liu(mutual_info, max_group=2, feature_names=None):
     >>> grouped_chow_liu(M).edges
     [(0, 4), (1, 4), (2, 5), (3, 5), (4, 5)]
     """
-    if int(max_group) < 1:
-        raise ValueError(f"max_group must be a positive integer, got {max_group!r}.")
+    max_group = check_whole(max_group, "max_group", 1)
     M, edges = _chow_liu_edges(mutual_info)
     d = M.shape[0]
     group = np.arange(d)  # union-find parents

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from joblib import Parallel, delayed
 
+from ..._engine.checks import check_real
 from ..._engine.threads import single_threaded_blas
 from ..._engine.tree import LatentTree
 from .censored import CENSORED_CHECK_MAX, CENSORED_MAX_EXCESS, prefer_censored_fit
@@ -53,7 +54,8 @@ def sample_threshold(n_samples):
     float
         ``2 / sqrt(max(n_samples, 1))``.
     """
-    return _THRESHOLD_SCALE / np.sqrt(max(float(n_samples), 1.0))
+    n_samples = check_real(n_samples, "n_samples", 0.0, low_open=True)
+    return _THRESHOLD_SCALE / np.sqrt(max(n_samples, 1.0))
 
 
 def learn_tree(

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._engine.checks import check_finite, check_whole
+from ..._engine.checks import check_finite, check_moments, check_whole
 from ..._engine.tree import LatentTree
 from .censored import prefer_censored_fit
 from .distances import spectral_distance
@@ -271,7 +271,17 @@ def build_tree_quartets(
     >>> robinson_foulds(tree, model.tree), info.n_undecidable
     (0, 0)
     """
-    d = int(n_features)
+    d = check_whole(n_features, "n_features", 1)
+    n_representatives = check_whole(n_representatives, "n_representatives", 1)
+    if radius is not None:
+        radius = check_whole(radius, "radius", 2)
+    if distances is not None:
+        distances = np.asarray(distances, dtype=float)
+        if distances.shape != (d, d):
+            raise ValueError(
+                f"distances has shape {distances.shape}; expected ({d}, {d}), one row and "
+                "column a feature."
+            )
     if d < 4:
         return LatentTree.star(d, feature_names=feature_names), QuartetTreeInfo(0, np.inf, 0)
     adj = {}
@@ -435,6 +445,8 @@ def learn_tree_quartets(
     info : QuartetTreeInfo
         Diagnostics of the quartet tests (the local search adds none).
     """
+    check_moments(moments)
+    rank = check_whole(rank, "rank", 1)
     if len(moments.n_states) < 4:
         star = LatentTree.star(len(moments.n_states), feature_names=feature_names)
         return star, QuartetTreeInfo(0, np.inf, 0)

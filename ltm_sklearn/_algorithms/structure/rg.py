@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._engine.checks import check_real
 from ..._engine.tree import LatentTree
 from .distances import check_distance_matrix
 
@@ -51,6 +52,7 @@ def recursive_grouping(D, threshold=1e-8, feature_names=None):
     >>> recursive_grouping(D).to_newick()
     '(0,1,(2,3));'
     """
+    threshold = check_real(threshold, "threshold", 0.0)
     D = check_distance_matrix(D)
     d = D.shape[0]
     if d <= 2:

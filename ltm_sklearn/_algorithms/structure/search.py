@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._engine.checks import check_latent_tree
 from ..._engine.tree import LatentTree
 from .distances import check_distance_matrix
 from .nj import _join
@@ -120,7 +121,15 @@ def bionj(D, V=None, feature_names=None):
     d = D.shape[0]
     if d <= 3:
         return LatentTree.star(d, feature_names=feature_names)
-    V = spectral_variance(D) if V is None else V
+    if V is None:
+        V = spectral_variance(D)
+    else:
+        V = check_distance_matrix(V, "V", distances=False)
+        if V.shape != D.shape or np.any(V < 0):
+            raise ValueError(
+                f"V must hold a non-negative variance for each distance of D {D.shape}, "
+                f"got shape {V.shape}."
+            )
     return LatentTree(_join(D, V), d, feature_names=feature_names)
 
 
@@ -138,6 +147,7 @@ def bme_length(tree, D):
     -------
     float
     """
+    check_latent_tree(tree)
     D = check_distance_matrix(D)
     d = tree.n_observed
     if D.shape[0] != d:
@@ -485,7 +495,7 @@ def minimum_evolution_search(
     d = D.shape[0]
     if start is None:
         start = bionj(D, feature_names=feature_names)
-    elif start.n_observed != d:
+    elif check_latent_tree(start, "start").n_observed != d:
         raise ValueError(
             f"start has {start.n_observed} observed nodes but D is {d} x {d}: the start "
             "tree's leaves must be D's rows."
