@@ -24,11 +24,12 @@ def tree_splits(tree):
     -------
     set of frozenset of int
     """
+    check_latent_tree(tree)
     d = tree.n_observed
     rooted = tree if tree.root == 0 or tree.n_nodes == 1 else tree.rooted_at(0)
     below = {}
     for u in rooted.postorder:
-        s = {u} if u < d else set()
+        s = {int(u)} if u < d else set()
         for c in rooted.children[u]:
             s |= below[c]
         below[u] = s
