@@ -271,8 +271,14 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         Training objective per row (log-likelihood plus log prior) at the last E-step
         (the members' mean with ``n_members_ > 1``).
     n_iter_ : int
-        EM iterations (summed over the members).
+        EM iterations (summed over the members). After a selection on held-out rows
+        whose fits the final fit goes on from (members, or ``k'`` beyond what the moments
+        identify), those fits' iterations on the selection's training rows count too, so
+        it can pass ``max_iter``.
     converged_ : bool
+        Whether EM stopped on ``tol``; after such a selection with
+        ``n_hidden_states="auto"`` also when the final fit ran its 40 iterations on
+        every row from fits that stopped on the held-out rows.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has feature names.
