@@ -158,6 +158,26 @@ def test_a_batch_forgets_every_attribute_of_the_earlier_model(data):
     assert "n_quartet_tests_" not in vars(q.partial_fit(X[:10])) and first > 0
 
 
+def test_batches_build_the_model_once_when_it_is_read(data, monkeypatch):
+    # a stream of batches costs one fit: nothing in partial_fit builds the stale model
+    # (the validation of a batch of an array asks for the absent feature_names_in_)
+    from ltm_sklearn._estimators.partial_fit import PartialFitMixin
+
+    X, _ = data
+    builds = []
+    original = PartialFitMixin._build_from_stream
+    monkeypatch.setattr(
+        PartialFitMixin, "_build_from_stream", lambda self: builds.append(1) or original(self)
+    )
+    est = SpectralLatentTree(2, random_state=0)
+    for rows in _batches(len(X), 10):
+        est.partial_fit(X[rows])
+    assert not builds and not hasattr(est, "feature_names_in_") and not builds
+    est.score(X[:5])
+    est.score(X[:5])
+    assert len(builds) == 1
+
+
 def test_kernel_model_has_no_partial_fit():
     assert not hasattr(KernelLatentTree(), "partial_fit")
 

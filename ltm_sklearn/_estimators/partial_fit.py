@@ -110,8 +110,10 @@ class PartialFitMixin:
     def __getattr__(self, name):
         # reached only for a name the instance and its class lack: a fitted attribute of
         # a model that partial_fit made stale is built from the statistics on first read
+        # (what a batch keeps is not built: feature_names_in_ is absent for arrays, and
+        # the validation of every batch asks for it)
         fitted = (name.endswith("_") and name[0] != "_") or name in _BUILT_PRIVATE
-        if fitted and self.__dict__.get("_stream_stale"):
+        if fitted and name not in STREAM_KEPT and self.__dict__.get("_stream_stale"):
             self._build_from_stream()
             return getattr(self, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
