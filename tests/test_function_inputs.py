@@ -170,6 +170,10 @@ CASES = {
     "model marginal, a repeated column": (lambda: MODEL4.marginal((0, 0)), "distinct"),
     "model marginal, a hidden node": (lambda: MODEL4.marginal((5,)), "observed columns"),
     "model marginal, a negative column": (lambda: MODEL4.marginal((-1,)), ">= 0"),
+    "random tree, two leaves": (
+        lambda: __import__("ltm_sklearn.datasets").datasets.random_binary_tree(2),
+        "n_leaves must be a whole number >= 3",
+    ),
     "random model, no hidden state": (
         lambda: LatentTreeModel.random(TREE4, 0),
         "n_hidden_states must be a whole number >= 1",

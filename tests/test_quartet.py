@@ -169,6 +169,9 @@ def test_quartet_statistics_describe_the_tree_kept(monkeypatch):
     est = QuartetTreeLearner("auto", random_state=0).fit(X)
     assert len(set(built.values())) > 1  # trees with other statistics were built
     assert (est.n_quartet_tests_, est.min_quartet_margin_) == built[quartet._edge_key(est.tree_)]
+    # a column of one category hangs off the root of the tree of the others
+    one = QuartetTreeLearner(2, random_state=0).fit(np.column_stack([X, np.zeros(len(X))]))
+    assert one.n_quartet_tests_ > 0 and np.isfinite(one.min_quartet_margin_)
 
 
 def test_init_methods_and_structure_option():

@@ -380,14 +380,17 @@ def test_alpha_auto_chooses_the_prior_with_k_on_held_out_rows():
     assert est.alpha_ == 0.3 and not hasattr(est, "alpha_scores_")
     with pytest.raises(ValueError, match="alpha='auto' holds out rows"):
         SpectralLatentTree(2, alpha="auto").fit(X[:6])
-    # every setting "auto" alike; the default structure="auto" keeps its first candidate
-    for setting in ("softening", "entropy"):
-        with pytest.raises(ValueError, match=f"{setting}='auto' holds out rows"):
-            SpectralLatentTree(2, **{setting: "auto"}).fit(X[:6])
-    few = SpectralLatentTree(2, random_state=0).fit(X[:6])
-    assert few.structure_ == "me" and few.structure_scores_ == {}
     with pytest.raises(ValueError, match="alpha"):
         KernelLatentTree(alpha="auto").fit(np.random.default_rng(0).normal(size=(50, 3)))
+
+
+@pytest.mark.parametrize("setting", ["n_hidden_states", "alpha", "softening", "entropy"])
+def test_a_setting_auto_on_too_few_rows_is_refused_and_the_default_structure_kept(setting):
+    X = LatentTreeModel.random(balanced_binary_tree(6), 2, 2, random_state=0).sample(6)
+    with pytest.raises(ValueError, match=f"{setting}='auto' holds out rows"):
+        SpectralLatentTree(**{"n_hidden_states": 2, setting: "auto"}).fit(X)
+    few = SpectralLatentTree(2, random_state=0).fit(X)
+    assert few.structure_ == "me" and few.structure_scores_ == {}
 
 
 def test_a_kept_held_out_model_is_the_selections_fit_of_its_training_rows():

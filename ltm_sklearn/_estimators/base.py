@@ -338,9 +338,10 @@ class BaseLatentTree(
         reuse = choice is not None and choice.fit is not None and self._resumable_fits
         starts = None
         if reuse and (grown or len(choice.members or ()) > 1):
-            # beyond the k' the moments identify, EM from the selection's fits on their
-            # tree (learned on the selection's training rows); within, the tree and the
-            # tensor start on every row (see _fit_parameters)
+            # beyond the k' the moments identify, or with members, EM from the
+            # selection's fits on their tree (learned on the selection's training rows:
+            # the members share it); within and with one fit, the tree and the tensor
+            # start on every row (see _fit_parameters)
             starts = choice.members or [choice.fit]
             names = getattr(self, "feature_names_in_", None)
             names = None if names is None else [str(f) for f in names]

@@ -88,7 +88,7 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
     ----------
     tree_ : LatentTree
     n_quartet_tests_ : int
-        Quartet tables evaluated while building ``tree_`` (absent for a given tree).
+        Quartet tables evaluated while building ``tree_``.
     min_quartet_margin_ : float
         Smallest gap between the best and second best summed score of a decision in
         building ``tree_``.
@@ -190,10 +190,16 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
             n_representatives=self.n_representatives,
             local_search=self.local_search,
         )
-        # every tree this fit builds, by its edges: the fitted attributes describe
-        # tree_, which a selection may have built among others (one per k')
+        self.__dict__["_quartet_last"] = (int(info.n_tests), float(info.min_margin))
+        return tree
+
+    def _learn_tree(self, moments, method, k):
+        tree = super()._learn_tree(moments, method, k)
+        # every tree this fit learns (its columns of one category attached), by its
+        # edges: the fitted attributes describe tree_, which a selection may have learned
+        # among others (one per k')
         tests = self.__dict__.setdefault("_quartet_tests", {})
-        tests[_edge_key(tree)] = (int(info.n_tests), float(info.min_margin))
+        tests[_edge_key(tree)] = self.__dict__.pop("_quartet_last")
         return tree
 
     def _set_fitted(self, fitted):

@@ -166,10 +166,12 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         selection on held-out rows (``k'``, the structure or a setting ``"auto"``): the
         members are fitted there with the chosen model, each stopped on the held-out rows,
         so that ``min_state_rows="auto"`` chooses on the average it prunes, and the final
-        fits go on from them on every row. Needs every column at a leaf and EM
+        fits go on from them on every row, on their tree (learned on the selection's
+        training rows, as with ``"auto"``). Needs every column at a leaf and EM
         (``max_iter > 0``): one fit is kept otherwise, with a warning for a number; a
         tree without hidden nodes, as ``"chow_liu"``, has nothing to average and keeps
-        one fit silently. Costs ``n_members_`` final fits.
+        one fit silently. Costs ``n_members_`` final fits (and after a selection, their
+        fits on its training rows).
     min_state_rows : float >= 0 or "auto", default="auto"
         Hidden states are removed from the fitted model when it expects fewer training
         rows in them than this (their marginal probability times the total sample
@@ -271,10 +273,9 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         Training objective per row (log-likelihood plus log prior) at the last E-step
         (the members' mean with ``n_members_ > 1``).
     n_iter_ : int
-        EM iterations (summed over the members). After a selection on held-out rows
-        whose fits the final fit goes on from (members, or ``k'`` beyond what the moments
-        identify), those fits' iterations on the selection's training rows count too, so
-        it can pass ``max_iter``.
+        EM iterations (summed over the members). After a selection on held-out rows, the
+        iterations of the selection's fits that the final fit goes on from (on the
+        selection's training rows) count too, so it can pass ``max_iter``.
     converged_ : bool
         Whether EM stopped on ``tol``; after such a selection with
         ``n_hidden_states="auto"`` also when the final fit ran its 40 iterations on

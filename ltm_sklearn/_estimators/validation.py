@@ -31,6 +31,7 @@ _PRIVATE_FIT_STATE = (
     "_stream_declared",
     "_stream_stale",
     "_quartet_tests",
+    "_quartet_last",
 )
 
 

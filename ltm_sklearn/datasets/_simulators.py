@@ -41,7 +41,7 @@ def balanced_binary_tree(n_leaves):
     -------
     LatentTree
     """
-    n_leaves = _check_n(n_leaves, 3)
+    n_leaves = _check_n(n_leaves, 3, "n_leaves")
     nxt = n_leaves
     level = list(range(n_leaves))
     edges = []
@@ -80,7 +80,7 @@ def random_binary_tree(n_leaves, random_state=None):
     -------
     LatentTree
     """
-    n_leaves = _check_n(n_leaves, 3)
+    n_leaves = _check_n(n_leaves, 3, "n_leaves")
     rng = check_random_state(random_state)
     nxt = n_leaves
     edges = [(0, nxt), (1, nxt), (2, nxt)]
@@ -105,7 +105,7 @@ def star_tree(n_leaves):
     -------
     LatentTree
     """
-    n_leaves = _check_n(n_leaves, 1)
+    n_leaves = _check_n(n_leaves, 1, "n_leaves")
     return LatentTree.star(n_leaves)
 
 
@@ -122,7 +122,7 @@ def hmm_chain(n_steps):
     -------
     LatentTree
     """
-    n_steps = _check_n(n_steps, 1)
+    n_steps = _check_n(n_steps, 1, "n_steps")
     edges = [(t, n_steps + t) for t in range(n_steps)]
     edges += [(n_steps + t, n_steps + t + 1) for t in range(n_steps - 1)]
     return LatentTree(edges, n_steps)
@@ -142,7 +142,7 @@ def broad_tree(branching):
     -------
     LatentTree
     """
-    b = _check_n(branching, 2)
+    b = _check_n(branching, 2, "branching")
     n = b * b
     root = n
     edges = []
@@ -168,7 +168,7 @@ def deep_tree(depth):
     -------
     LatentTree
     """
-    depth = _check_n(depth, 1)
+    depth = _check_n(depth, 1, "depth")
     n = depth + 2
     hid = [n + t for t in range(depth)]
     edges = [(hid[t], hid[t + 1]) for t in range(depth - 1)]
@@ -177,7 +177,7 @@ def deep_tree(depth):
     return LatentTree(edges, n)
 
 
-def _check_n(n, minimum, what="the count"):
+def _check_n(n, minimum, what):
     return check_whole(n, what, minimum)
 
 
