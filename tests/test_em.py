@@ -534,6 +534,9 @@ def test_a_given_n_members_is_fitted_after_a_selection(monkeypatch):
         assert np.exp(est.score_samples(configs)).sum() == pytest.approx(1.0, abs=1e-9)
         # min_state_rows="auto" chose its threshold on the average of the members
         assert seen[-1] == 3 * est.n_hidden_states_
+    # with one hidden state every start reaches the same optimum: one fit
+    one = SpectralLatentTree(1, structure="hclt", n_members=3, random_state=0).fit(X)
+    assert one.n_members_ == 1 and one.root_marginal_.shape == (1,)
     # without EM the other members would be their random starts: one fit, a warning
     with pytest.warns(UserWarning, match="max_iter=0"):
         est = SpectralLatentTree(2, structure="hclt", max_iter=0, n_members=3).fit(X)

@@ -459,7 +459,7 @@ def select_model(est, moments, rng):
             est, choice.fit, k_best, train, moments, split, base_seed, cap, est.max_iter,
             grown_from, settings,
         )  # fmt: skip
-    elif est._given_members() > 1 and est._resumable_fits and est.max_iter > 0:
+    elif est._given_members() > 1 and est._resumable_fits and est.max_iter > 0 and k_best > 1:
         # a given n_members on the same rows: min_state_rows="auto" chooses on the model
         # it prunes, and the final fit goes on from these members
         choice.members, _, _ = select_members(

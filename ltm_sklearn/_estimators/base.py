@@ -437,8 +437,10 @@ class BaseLatentTree(
         tree = fitted.tree
         self.n_members_ = 1
         count = self._given_members()
-        if count == 1 or not tree.hidden_nodes:
-            return fitted  # without hidden nodes EM has one optimum: members would agree
+        if count == 1 or not tree.hidden_nodes or k == 1:
+            # without hidden nodes, or with one state each, EM has one optimum: members
+            # would agree
+            return fitted
         if not can_average_members(tree) or self.max_iter == 0:
             why = (
                 "max_iter=0 keeps the moment estimate, and the other members would be "

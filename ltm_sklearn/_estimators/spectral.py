@@ -169,9 +169,9 @@ class SpectralLatentTree(ObservableMixin, BaseLatentTree):
         fits go on from them on every row, on their tree (learned on the selection's
         training rows, as with ``"auto"``). Needs every column at a leaf and EM
         (``max_iter > 0``): one fit is kept otherwise, with a warning for a number; a
-        tree without hidden nodes, as ``"chow_liu"``, has nothing to average and keeps
-        one fit silently. Costs ``n_members_`` final fits (and after a selection, their
-        fits on its training rows).
+        tree without hidden nodes, as ``"chow_liu"``, or one hidden state has nothing to
+        average and keeps one fit silently. Costs ``n_members_`` final fits (and after a
+        selection, their fits on its training rows).
     min_state_rows : float >= 0 or "auto", default="auto"
         Hidden states are removed from the fitted model when it expects fewer training
         rows in them than this (their marginal probability times the total sample
