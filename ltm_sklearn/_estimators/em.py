@@ -35,7 +35,11 @@ class LatentTreeEM(BaseLatentTree):
         decomposition of the empirical moments (:func:`ltm_sklearn.tensor.tensor_cpts`,
         Anandkumar et al. (JMLR 2014)). Later restarts start at random.
     n_init : int, default=1
-        Restarts; the one with the highest final objective is kept.
+        Restarts of each fit from the estimator's own start (the tensor or a random
+        start, ``init``; the selection's candidates too); the one with the highest final
+        objective is kept. A fit that goes on from another one - a ``k'`` grown by
+        ``n_hidden_states="auto"``, the final fit resuming the selection's - does not
+        restart.
     categories : "auto" or list, default="auto"
         Categories of every column (see :class:`SpectralLatentTree`).
     alpha : float or "auto", default=0.5
