@@ -397,3 +397,10 @@ def test_neighbor_joining_resolves_short_internal_edges_in_float64():
         D = shortest_path(graph, directed=False)[:12, :12]
         for learn in (structure.neighbor_joining, structure.bionj):
             assert robinson_foulds(learn(D), tree) == 0, (seed, learn.__name__)
+
+
+def test_numbers_as_numpy_scalars_and_0d_arrays_are_numbers():
+    tree = balanced_binary_tree(4)
+    for k in (np.int64(2), np.array(2)):
+        assert LatentTreeModel.random(tree, k, 3, random_state=0).n_states[-1] == 2
+    assert structure.sample_threshold(np.array(100.0)) == structure.sample_threshold(100)

@@ -46,8 +46,14 @@ def check_row_weights(weights, n_rows, what="sample_weight"):
     return weights
 
 
+def _scalar(value):
+    """A 0-d NumPy array as its number; anything else unchanged."""
+    return value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
 def check_whole(value, what, low):
     """``value`` as an int, refused unless a whole number (not a bool) at least ``low``."""
+    value = _scalar(value)
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Real)
@@ -62,6 +68,7 @@ def check_real(value, what, low=None, high=None, *, low_open=False, high_open=Fa
     """``value`` as a float, refused unless a finite real number (not a bool) within
     ``[low, high]`` (``low_open`` / ``high_open``: that end excluded; ``None``: no
     bound)."""
+    value = _scalar(value)
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     ok = ok and bool(np.isfinite(value))
     if ok and low is not None:
