@@ -181,6 +181,17 @@ def _check_n(n, minimum, what):
     return check_whole(n, what, minimum)
 
 
+def _continuous_rows(X, n_features):
+    """``X`` as floats of shape ``(n, n_features)``, NaN for a missing entry; infinite
+    entries refused (a density there is no number)."""
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] != n_features:
+        raise ValueError(f"X must have shape (n, {n_features}), got {X.shape}.")
+    if np.any(np.isinf(X)):
+        raise ValueError("X holds infinite entries (NaN marks a missing one).")
+    return X
+
+
 # ---------------------------------------------------------------------- the model
 class LatentTreeModel:
     """A discrete latent tree model with explicit CPTs.
@@ -518,11 +529,7 @@ class GaussianLeafTreeModel:
         -------
         ndarray of shape (n_samples,)
         """
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}.")
-        if np.any(np.isinf(X)):
-            raise ValueError("X holds infinite entries (NaN marks a missing one).")
+        X = _continuous_rows(X, self.n_features)
         offset = np.zeros(X.shape[0])
         evidence = {}
         for j in range(self.n_features):
@@ -664,9 +671,5 @@ class GaussianLatentTreeModel:
         -------
         ndarray of shape (n_samples,)
         """
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise ValueError(f"X must have shape (n, {self.n_features}), got {X.shape}.")
-        if np.any(np.isinf(X)):
-            raise ValueError("X holds infinite entries (NaN marks a missing one).")
+        X = _continuous_rows(X, self.n_features)
         return mixture_log_density(X, self.tree, self.params)[0]
