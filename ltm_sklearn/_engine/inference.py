@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -338,6 +339,17 @@ def _block_pool(n_threads):
     passes, and threads started anew for each pass (4.4 ms a pass at 1e5 rows, 10% of a
     fit) would also lose the buffers they keep from pass to pass (:func:`_buffer`)."""
     return ThreadPoolExecutor(max_workers=n_threads, thread_name_prefix="ltm-blocks")
+
+
+def _after_fork_in_child():
+    """A forked child has none of the pool's threads (a pass given the parent's pool
+    would wait for them for ever) and only the thread that forked."""
+    global _ALL_BUFFERS_LOCK
+    _block_pool.cache_clear()
+    _ALL_BUFFERS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _rescale(b, log_scale):

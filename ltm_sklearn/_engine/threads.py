@@ -93,11 +93,52 @@ def _controller():
     return ThreadpoolController()
 
 
+_blas_depth = threading.local()  # .n: this thread's calls inside single_threaded_blas
+_BLAS_LOCK = threading.Lock()
+#: ``(thread ident, limiter)`` of the thread whose limit holds, or None
+_blas_owner = None
+
+
+@contextmanager
 def single_threaded_blas():
     """Context manager limiting BLAS to one thread: the products of the passes are small
     (``k' x k'`` by ``k' x rows``) and BLAS threads waiting for each other on busy cores
-    slowed an E-step 50-fold (measured); row blocks share the cores instead."""
-    return _controller().limit(limits=1, user_api="blas")
+    slowed an E-step 50-fold (measured); row blocks share the cores instead.
+
+    BLAS's thread count belongs to the process, and threadpoolctl lets one thread at a
+    time change it, so the calls of every thread share one limit: the first thread to
+    enter sets it (reading the count to restore while no limit holds) and restores it
+    when its outermost call ends; a thread still inside then takes the limit at its next
+    call (the passes enter once per E-step). Each call setting and restoring a limit of
+    its own let two fits in two threads leave BLAS on one thread for good: the second
+    read the first one's limit as the count to restore."""
+    global _blas_owner
+    me = threading.get_ident()
+    _blas_depth.n = getattr(_blas_depth, "n", 0) + 1
+    with _BLAS_LOCK:
+        if _blas_owner is None:
+            _blas_owner = (me, _controller().limit(limits=1, user_api="blas"))
+    try:
+        yield
+    finally:
+        _blas_depth.n -= 1
+        if _blas_depth.n == 0:
+            with _BLAS_LOCK:
+                if _blas_owner is not None and _blas_owner[0] == me:
+                    _blas_owner[1].restore_original_limits()
+                    _blas_owner = None
+
+
+def _after_fork_in_child():
+    """A forked child has only the thread that forked: a lock another thread held, or
+    a limit it owned, would never be released there."""
+    global _BLAS_LOCK, _blas_owner
+    _BLAS_LOCK = threading.Lock()
+    if _blas_owner is not None and _blas_owner[0] != threading.get_ident():
+        _blas_owner = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def single_threaded(func):

@@ -29,6 +29,7 @@ against 1.3-1.7 s), and are the more cautious now that it does not.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -207,6 +208,18 @@ def _executor(n_workers):
             executor = ProcessPoolExecutor(n_workers, timeout=_IDLE_SECONDS, env=env)
             _pools[n_workers] = executor
         return executor
+
+
+def _after_fork_in_child():
+    """A forked child does not own the parent's worker processes (a batch given the
+    parent's executor would wait for them for ever): it starts its own if it needs them."""
+    global _pools_lock, _last_batch
+    _pools_lock = threading.Lock()
+    _pools.clear()
+    _last_batch = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _usable(executor):
