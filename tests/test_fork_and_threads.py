@@ -39,7 +39,7 @@ def test_fits_in_two_threads_at_once_leave_blas_threads_as_they_were_and_fit_the
     for _ in range(3):
         scores = {}
 
-        def run(seed):
+        def run(seed, scores=scores):
             scores[seed] = fit(seed).score(X)
 
         threads = [threading.Thread(target=run, args=(seed,)) for seed in (0, 1)]
