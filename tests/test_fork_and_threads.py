@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-from ltm_sklearn import SpectralLatentTree
-from ltm_sklearn._engine import workers
+from ltm_sklearn import GaussianLatentTree, SpectralLatentTree
+from ltm_sklearn._engine import inference, workers
 from ltm_sklearn.datasets import LatentTreeModel, balanced_binary_tree
 
 needs_fork = pytest.mark.skipif(
@@ -51,6 +51,43 @@ def test_fits_in_two_threads_at_once_leave_blas_threads_as_they_were_and_fit_the
         # first one's limit of 1 (a leaked limit: BLAS on one thread for good)
         assert _blas_threads() == before
         assert [scores[0], scores[1]] == alone
+
+
+def test_gaussian_fits_in_two_threads_at_once_leave_blas_threads_as_they_were():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 6)) @ rng.standard_normal((6, 6))
+    before = _blas_threads()
+    alone = [GaussianLatentTree(random_state=s).fit(X).score(X) for s in (0, 1)]
+    scores = {}
+
+    def run(seed):
+        scores[seed] = GaussianLatentTree(random_state=seed).fit(X).score(X)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # its k-means start limited BLAS for its own call
+    assert _blas_threads() == before
+    assert [scores[0], scores[1]] == alone
+
+
+def test_the_buffers_of_a_thread_that_ended_are_not_kept():
+    tree, X = _data(2_000)
+    est = SpectralLatentTree(2, tree=tree, random_state=0).fit(X)
+
+    def score():
+        est.score_samples(X)
+
+    for _ in range(5):  # a thread per request, each scoring rows
+        t = threading.Thread(target=score)
+        t.start()
+        t.join()
+    # each thread that registers drops those of the threads that ended: of the five,
+    # only the last one's are left
+    ended = [t for t, _ in inference._ALL_BUFFERS if not t.is_alive()]
+    assert len(ended) <= 1
 
 
 def _fit_in_child(queue, tree, X):

@@ -234,7 +234,8 @@ def _plan(tree, root_marginal, cpts):
 #: the allocator told to keep its memory)
 _KEEP_BYTES = 1 << 26
 _WORKSPACE = threading.local()
-#: the buffers of every thread, for :func:`release_buffers`
+#: ``(thread, its buffers)`` of every thread alive that kept some, for
+#: :func:`release_buffers`
 _ALL_BUFFERS = []
 _ALL_BUFFERS_LOCK = threading.Lock()
 
@@ -247,7 +248,10 @@ def _buffer(name, size, dtype):
     if kept is None:
         kept = _WORKSPACE.buffers = {}
         with _ALL_BUFFERS_LOCK:
-            _ALL_BUFFERS.append(kept)
+            # the buffers of threads that ended go with them (kept here, a thread per
+            # request that scores rows grew the process by its buffers every request)
+            _ALL_BUFFERS[:] = [(t, b) for t, b in _ALL_BUFFERS if t.is_alive()]
+            _ALL_BUFFERS.append((threading.current_thread(), kept))
     buf = kept.get((name, dtype))
     if buf is None or buf.size < size:
         buf = np.empty(size, dtype=dtype)
@@ -263,7 +267,7 @@ def release_buffers():
     kept them between tasks was stopped by ``loky``'s leak check (memory grown by more
     than 300 MB since its first task), with a warning and a new worker to start."""
     with _ALL_BUFFERS_LOCK:
-        for kept in _ALL_BUFFERS:
+        for _, kept in _ALL_BUFFERS:
             kept.clear()
 
 

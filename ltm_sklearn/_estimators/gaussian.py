@@ -46,7 +46,7 @@ from .._algorithms.yeo_johnson import (
 )
 from .._engine.encoding import check_unique_columns
 from .._engine.mixed_columns import column_scales, warn_few_values
-from .._engine.threads import block_threads
+from .._engine.threads import block_threads, single_threaded_blas
 from .._engine.tree import LatentTree
 from .._engine.user_frames import user_stacklevel
 from .._engine.workers import run_in_workers, worth_workers
@@ -716,7 +716,9 @@ def _kmeans_start(starts, Z, sw, k, seed):
     candidate structures), cached in ``starts``; on one thread, so that they do not
     depend on the machine's threads."""
     if k > 1 and k not in starts:
-        with threadpool_limits(limits=1):
+        # BLAS through the shared limit of the passes (a limit of this call's own, in
+        # two fits in two threads at once, left BLAS on one thread for good)
+        with single_threaded_blas(), threadpool_limits(limits=1, user_api="openmp"):
             starts[k] = KMeans(k, n_init=1, random_state=seed).fit_predict(
                 np.nan_to_num(Z), sample_weight=sw
             )

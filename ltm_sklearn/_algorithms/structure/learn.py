@@ -134,7 +134,9 @@ def learn_tree(
         # the search from both starts (BIONJ; Chow-Liu neighbor joining, made binary),
         # the shorter tree under balanced minimum evolution wins
         local = clnj(D, threshold=threshold)
-        found = Parallel(n_jobs=n_jobs)(
+        # in threads: two searches of a fraction of a second each, where worker
+        # processes took 7-9 s to start (n_jobs=2: a fit of 1.4-2.3 s took 10-11 s)
+        found = Parallel(n_jobs=n_jobs, prefer="threads")(
             delayed(_search_from)(D, start, local, verbose) for start in ("bionj", "clnj")
         )
         if d <= CENSORED_CHECK_MAX:
