@@ -17,6 +17,7 @@ from ltm_sklearn._algorithms.structure import (
     neighbor_joining,
     spectral_distance,
 )
+from ltm_sklearn._algorithms.structure.censored import one_sided_nnls
 from ltm_sklearn._algorithms.structure.search import (
     _apply_nni,
     _apply_spr,
@@ -252,6 +253,66 @@ def test_censored_residual_ignores_saturated_distances_only_when_too_long():
     assert censored_residual(truth, floored, n) == pytest.approx(0.0, abs=1e-6)
     # read as values (no censoring), the floor is misfit by the true tree
     assert censored_residual(truth, floored, n, delta=-10.0) > 1.0
+
+
+def _one_sided_objective(A, y, one_sided, w, x):
+    r = A @ x - y
+    r = np.where(one_sided, np.minimum(r, 0.0), r)
+    return float(r @ (w * r))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_sided_nnls_is_the_optimum_of_the_censored_least_squares(seed):
+    from scipy.optimize import minimize, nnls
+
+    rng = np.random.RandomState(seed)
+    A = rng.binomial(1, 0.4, size=(40, 8)).astype(float)
+    y = A @ rng.uniform(0, 1, 8) + rng.normal(0, 0.5, 40)
+    w = rng.uniform(0.5, 2.0, 40)
+    one_sided = rng.uniform(size=40) < 0.4
+    x = one_sided_nnls(A, y, one_sided, w)
+    assert x is not None and np.all(x >= 0)
+    value = _one_sided_objective(A, y, one_sided, w, x)
+
+    def f(z):
+        r = A @ z - y
+        r = np.where(one_sided, np.minimum(r, 0.0), r)
+        return float(r @ (w * r)), 2.0 * A.T @ (w * r)
+
+    # a general bound-constrained minimiser from many starts finds nothing lower
+    for start in rng.uniform(0, 2, size=(5, 8)):
+        res = minimize(
+            f,
+            start,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(0, None)] * 8,
+            options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000},
+        )
+        assert value <= res.fun + 1e-7 * (1 + abs(res.fun))
+    # the first-order conditions: no descent along any coordinate that may move
+    _, grad = f(x)
+    assert np.all(grad[x > 1e-10] == pytest.approx(0.0, abs=1e-6))
+    assert np.all(grad[x <= 1e-10] >= -1e-6)
+    # without one-sided rows: weighted non-negative least squares
+    plain = one_sided_nnls(A, y, np.zeros(40, bool), w)
+    sw = np.sqrt(w)
+    np.testing.assert_allclose(plain, nnls(A * sw[:, None], y * sw)[0], atol=1e-10)
+    # a one-sided row that the fit makes long enough costs nothing; too short, its square
+    assert value <= _one_sided_objective(A, y, np.zeros(40, bool), w, plain) + 1e-12
+
+
+def test_censored_residual_by_nnls_and_by_lbfgs_agree(monkeypatch):
+    from ltm_sklearn._algorithms.structure import censored
+
+    truth = random_binary_tree(24, random_state=4)
+    D = _sweep_distances(truth, 4, 5_000)
+    wrong = random_binary_tree(24, random_state=5)
+    exact = [censored_residual(t, D, 5_000) for t in (truth, wrong)]
+    monkeypatch.setattr(censored, "_DENSE_ENTRIES", 0)  # L-BFGS-B on the sparse paths
+    general = [censored_residual(t, D, 5_000) for t in (truth, wrong)]
+    np.testing.assert_allclose(exact, general, rtol=1e-6)
+    assert exact[0] < exact[1]
 
 
 def _sweep_distances(truth, seed, n_rows, noise=0.5):
