@@ -1,8 +1,6 @@
 """Structure learning: tree metrics and tree reconstruction, functions first (public path
 of :mod:`ltm_sklearn._algorithms.structure`)."""
 
-import warnings
-
 from ._algorithms.structure import (
     STRUCTURE_METHODS,
     binary_leaf_tree,
@@ -32,6 +30,7 @@ from ._algorithms.structure import (
     spectral_distance,
     spectral_variance,
 )
+from ._engine.user_warnings import warn
 
 __all__ = [
     "spectral_distance",
@@ -68,10 +67,9 @@ __all__ = [
 def chow_liu_tree(D):
     """Deprecated name of :func:`spanning_tree_edges` (it takes distances, where
     :func:`chow_liu` takes mutual information); removed in 0.3."""
-    warnings.warn(
+    warn(
         "chow_liu_tree was renamed spanning_tree_edges (it returns the edges of the "
         "minimum spanning tree of a distance matrix); the old name will be removed in 0.3.",
         FutureWarning,
-        stacklevel=2,
     )
     return spanning_tree_edges(D)

@@ -125,3 +125,39 @@ def test_a_process_forked_after_a_fit_fits_and_starts_its_own_workers():
     assert score == pytest.approx(expected, abs=1e-12)
     # nor does it take the parent's worker processes for its own
     assert pools == {} and not running
+
+
+def test_classifier_fits_in_two_threads_at_once_warn_each_and_leave_the_filters():
+    import pandas as pd
+
+    from ltm_sklearn import KernelLatentTree, LatentTreeClassifier
+
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame(
+        {"a": rng.randn(300), "b": rng.randn(300), "coded": rng.randint(1, 4, 300) * 1.0}
+    )
+    y = (X["a"] + rng.randn(300) > 0).astype(int)
+    filters, show = list(warnings.filters), warnings.showwarning
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            errors = []
+
+            def fit(seed, errors=errors):
+                try:
+                    estimator = KernelLatentTree(2, random_state=seed)
+                    LatentTreeClassifier(estimator, shared_tree=True, random_state=seed).fit(X, y)
+                except Exception as e:  # pragma: no cover - reported below
+                    errors.append(e)
+
+            threads = [threading.Thread(target=fit, args=(seed,)) for seed in (0, 1)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        assert not errors
+        # each fit issues its warning about the column once; with warnings.catch_warnings
+        # in each fit the two swapped the process's filters and lost or kept records
+        about_coded = [w for w in caught if "column 'coded'" in str(w.message)]
+        assert len(about_coded) == 2
+        assert warnings.filters == filters and warnings.showwarning is show

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import numpy as np
 import pandas as pd
 
-from .user_frames import user_stacklevel
+from .user_warnings import warn
 
 MISSING = -1
 UNSEEN = -2
@@ -202,13 +201,12 @@ class CategoricalEncoder:
             names = getattr(self, "_feature_names", None)
             name = repr(str(names[j])) if names is not None else str(j)
             (new, old), *_ = matches
-            warnings.warn(
+            warn(
                 f"Column {name}: {share:.0%} of its entries are "
                 f"categories not seen in fit, and {new!r} ({type(new).__name__}) matches the "
                 f"fitted {old!r} ({type(old).__name__}): they are read as unseen categories. "
                 "Give the column the type it had in fit.",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
 
     def inverse_transform(self, codes):
@@ -283,13 +281,12 @@ def _warn_if_identifier(inverse, n_values, j, feature_names=None):
     n_observed = int(np.count_nonzero(np.asarray(inverse) >= 0))
     if n_observed >= _ID_MIN_ROWS and n_values >= _ID_SHARE * n_observed:
         name = repr(str(feature_names[j])) if feature_names is not None else str(j)
-        warnings.warn(
+        warn(
             f"Column {name} has {n_values} distinct values in {n_observed} rows: like a row "
             "identifier it tells nothing about the other columns, and it becomes one "
             "category per row (slower fits, lower likelihoods). Drop it, or pass its "
             "categories if they are real ones.",
             UserWarning,
-            stacklevel=user_stacklevel(),
         )
         return True
     return False
@@ -305,14 +302,13 @@ def _warn_if_many_numbers(cats, j, feature_names=None):
     whole = sum(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in cats)
     if 2 * whole > len(cats):
         name = repr(str(feature_names[j])) if feature_names is not None else str(j)
-        warnings.warn(
+        warn(
             f"Column {name} has {len(cats)} distinct whole numbers, each of which becomes a "
             "category of its own (no order, nothing shared between neighbouring values). "
             "If it is a count or an amount, model it with KernelLatentTree or bin it (e.g. "
             "sklearn.preprocessing.KBinsDiscretizer); if its values are codes, pass its "
             "categories to keep them (which also silences this warning).",
             UserWarning,
-            stacklevel=user_stacklevel(),
         )
 
 

@@ -12,13 +12,11 @@ columns are categorical from ``categorical_features`` or the dtypes, and
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
 from .encoding import CategoricalEncoder, ContinuousColumnError
-from .user_frames import user_stacklevel
+from .user_warnings import warn
 
 __all__ = ["MixedEncoder", "categorical_mask", "column_scales", "warn_few_values"]
 
@@ -52,12 +50,11 @@ def warn_few_values(
                 else "model the column as categorical (KernelLatentTree with a category "
                 "column, or a discrete estimator such as SpectralLatentTree)."
             )
-            warnings.warn(
+            warn(
                 f"{owner}: column {name} is modelled as continuous but holds only "
                 f"{n_values} distinct numbers in {values.size} rows; a density spreads its "
                 f"mass between them. If they are categories, {advice}",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
 
 

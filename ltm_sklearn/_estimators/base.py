@@ -44,7 +44,6 @@ exact log-likelihood of this normalised distribution, computed by message passin
 from __future__ import annotations
 
 import copy
-import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
@@ -70,7 +69,7 @@ from .._algorithms.tensor import expand_states, tensor_cpts
 from .._engine.inference import release_buffers
 from .._engine.moments import beyond_memory
 from .._engine.tree import LatentTree, canonical_root
-from .._engine.user_frames import user_stacklevel
+from .._engine.user_warnings import warn
 from .._sources.distributed import dask_moments
 from .auto_fit import select_model
 from .candidates import CandidateTask, run_tasks, task_seed
@@ -392,11 +391,10 @@ class BaseLatentTree(
                 self._held_out_fit = (choice.held_out, trained, choice.unseen_proba)
         release_buffers()
         if not fitted.converged:
-            warnings.warn(
+            warn(
                 f"EM did not converge in max_iter={self.max_iter} iterations (tol="
                 f"{self.tol}); increase max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=user_stacklevel(),
             )
 
     def _refit_iterations(self, moments, choice):
@@ -449,10 +447,9 @@ class BaseLatentTree(
                 else f"the tree of structure {self.structure_!r} has columns at internal "
                 "nodes, and members are averaged over the hidden states"
             )
-            warnings.warn(
+            warn(
                 f"n_members={self.n_members} averages EM fits; {why}: one fit is kept.",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
             return fitted
         fits = [fitted]
@@ -510,13 +507,12 @@ class BaseLatentTree(
                 # the moment estimate at the states the moments identify, its states
                 # copied to k' (the same distribution), instead of random tables kept
                 if max_iter is None:
-                    warnings.warn(
+                    warn(
                         f"n_hidden_states={k} is more than the moments identify "
                         f"({identified}): max_iter=0 keeps the moment estimate at "
                         f"{identified} states, each copied (the same distribution). EM "
                         "(max_iter > 0) puts the other states to use.",
                         UserWarning,
-                        stacklevel=user_stacklevel(),
                     )
                 root, cpts, _ = self._initial_parameters(tree, moments, identified, rng)
                 root, cpts = expand_states(tree, root, cpts, k)

@@ -9,10 +9,10 @@ the module is the class docstring. The calibration of the posterior is in
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import time
-import warnings
 from numbers import Integral
 from typing import NamedTuple
 
@@ -33,7 +33,7 @@ from .._engine.encoding import declared_categories
 from .._engine.mixed_columns import categorical_mask
 from .._engine.row_keys import holdout_weights, row_values
 from .._engine.threads import block_threads
-from .._engine.user_frames import user_stacklevel
+from .._engine.user_warnings import collected_warnings, warn
 from .._engine.workers import run_in_workers, worth_workers
 from .base import BaseLatentTree
 from .calibration import choose_pool, pooled_log_posterior, tempered_log_posterior
@@ -346,8 +346,9 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         # warned ten times), also when the fit fails
         caught = []
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
+            # in this thread only: warnings.catch_warnings would change the filters of
+            # every thread (two fits in two threads left the process recording)
+            with collected_warnings() as caught:
                 self._fit(X, y, sample_weight)
         finally:
             _issue_once(caught)
@@ -379,12 +380,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             keep = np.flatnonzero(sample_weight > 0)
             left_out = np.setdiff1d(np.unique(y), np.unique(y[keep]))
             if len(left_out):
-                warnings.warn(
+                warn(
                     f"The classes {left_out.tolist()} have rows of weight zero only: they "
                     "are not classes of the model (classes_ and the columns of "
                     "predict_proba list the classes with a positive weight).",
                     UserWarning,
-                    stacklevel=user_stacklevel(),
                 )
             X, y, sample_weight = safe_indexing(X, keep), y[keep], sample_weight[keep]
         self.classes_, y_idx = np.unique(y, return_inverse=True)
@@ -559,11 +559,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             _as_trial(est)
         Z = self._with_label(X, y_idx)
         label = repr(str(Z.columns[-1])) if isinstance(Z, pd.DataFrame) else str(Z.shape[1] - 1)
-        with warnings.catch_warnings():
-            # the class codes are categories, however many: the user gave no such column
-            warnings.filterwarnings(
-                "ignore", message=f"Column {re.escape(label)} has .* distinct whole numbers"
-            )
+        # the class codes are categories, however many: the user gave no such column
+        with collected_warnings(
+            "ignore", message=f"Column {re.escape(label)} has .* distinct whole numbers"
+        ):
             if not (keep and isinstance(est, BaseLatentTree)):
                 return est.fit(Z, sample_weight=sample_weight)
             est._keeps_held_out_fit = True  # for this fit only
@@ -665,8 +664,7 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             scores = self._out_of_fold(base, shared, {}, [fold], X, y_idx, sample_weight)
         if self.model_ == "pooled" and joint is None:
             train, val, w_train, _ = fold
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a trial fit: the final fit warns
+            with collected_warnings("ignore"):  # a trial fit: the final fit warns
                 # the choices of the joint model on every row (its k', members, prior):
                 # choosing them again on the calibration fold's rows cost 3-5x the fit
                 train_X, like = safe_indexing(X, train), self.joint_estimator_
@@ -772,12 +770,11 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             # numpy labels as Python values (1, not np.int64(1))
             labels = [label.item() if isinstance(label, np.generic) else label for label, _ in few]
             listed = ", ".join(f"{label!r} ({n} rows)" for label, (_, n) in zip(labels, few[:5]))
-            warnings.warn(
+            warn(
                 f"n_hidden_states={k!r} needs more rows than classes {listed} have: their "
                 "models use as many hidden states as their rows estimate (one with "
                 "n_hidden_states='auto').",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
 
     def _independence_candidate(self, base):
@@ -1085,16 +1082,13 @@ def _fit_class_model(est, X, sample_weight, label, quiet=False, record=False, tr
     if trial:
         _as_trial(est)
     try:
-        with warnings.catch_warnings(record=record) as caught:
-            if record:
-                warnings.simplefilter("always")
-            elif quiet:
-                warnings.simplefilter("ignore")
+        rule = "record" if record else "ignore" if quiet else None
+        with collected_warnings(rule) if rule else contextlib.nullcontext() as caught:
             fitted = est.fit(X, sample_weight=sample_weight)
     except ValueError as e:
         raise ValueError(f"The model of class {label!r} ({len(X)} rows): {e}") from e
     if record:
-        return fitted, [(str(w.message), w.category) for w in caught]
+        return fitted, caught
     return fitted
 
 
@@ -1137,19 +1131,18 @@ def _issue_once(caught):
     once: messages of one category that differ only in their numbers (the rows of the
     model that warned) are one warning, the first."""
     issued = set()
-    for w in caught:
-        message = str(w.message)
-        key = (re.sub(r"\d+(\.\d+)?", "#", message), w.category)
+    for message, category in caught:
+        key = (re.sub(r"\d+(\.\d+)?", "#", message), category)
         if key not in issued:
             issued.add(key)
-            warnings.warn(message, w.category, stacklevel=user_stacklevel())
+            warn(message, category)
 
 
 def _replay(model, caught):
     """``model`` after its fit's recorded warnings (:func:`_fit_class_model`) are
     issued here, where the user's warning filters apply, pointing at the user's line."""
     for message, category in caught:
-        warnings.warn(message, category, stacklevel=user_stacklevel())
+        warn(message, category)
     return model
 
 

@@ -8,7 +8,6 @@ docstring.
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -48,7 +47,7 @@ from .._engine.encoding import check_unique_columns
 from .._engine.mixed_columns import column_scales, warn_few_values
 from .._engine.threads import block_threads, single_threaded_blas
 from .._engine.tree import LatentTree
-from .._engine.user_frames import user_stacklevel
+from .._engine.user_warnings import warn
 from .._engine.workers import run_in_workers, worth_workers
 from .selection import grow
 from .sklearn_internals import N_JOBS_CONSTRAINT, Interval, StrOptions, check_sample_weight
@@ -73,6 +72,7 @@ GAUSSIAN_STRUCTURES = (
     "grouped_leaves",
     "full",
 )
+
 #: structures whose columns under a hidden variable form one multivariate leaf
 GROUPED_LEAF_STRUCTURES = ("grouped_leaves", "full")
 #: largest multivariate leaf of ``structure="grouped_leaves"``
@@ -308,14 +308,13 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
         ]
         if constant:
             spike = -0.5 * np.log(2 * np.pi * self.reg_covar)
-            warnings.warn(
+            warn(
                 f"Column(s) {self._names(constant)} are constant on the training rows: "
                 "the Gaussian density of each is a spike of variance reg_covar at "
                 f"its value, about {spike:.1f} nats per row added to every log-likelihood "
                 "at it (and any other value is very unlikely). Drop such columns before "
                 "comparing scores across sets of columns.",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
 
     def _names(self, idx):
@@ -375,12 +374,11 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             raise ValueError("GaussianLatentTree needs at least 2 rows of positive weight.")
         X, sw = X[keep], sw[keep]
         if sw.sum() < X.shape[1] + 1:
-            warnings.warn(
+            warn(
                 f"sample_weight sums to {sw.sum():.3g}: frequency weights, which BIC reads as "
                 f"that many rows, fewer than one Gaussian over {X.shape[1]} columns needs. "
                 "Scale the weights to sum to the number of rows they stand for.",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
         self._warn_constant(X)
         names = getattr(self, "feature_names_in_", None)
@@ -453,18 +451,16 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
             k = self.n_components_
             below = self.bic_.get((self.margins_, self.structure_, k - 1))
             trend = "" if below is None else f" ({k - 1}: {below:.1f}, {k}: {best['bic']:.1f})"
-            warnings.warn(
+            warn(
                 f"n_components='auto' stopped at its cap of {MAX_AUTO_COMPONENTS} components "
                 f"with the BIC still falling{trend}; pass a number of components to try more.",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
         if not self.converged_:
-            warnings.warn(
+            warn(
                 f"EM did not converge in max_iter={self.max_iter} iterations; increase "
                 "max_iter or tol.",
                 ConvergenceWarning,
-                stacklevel=user_stacklevel(),
             )
         return self
 

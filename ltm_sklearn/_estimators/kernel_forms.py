@@ -12,7 +12,6 @@ mechanism routes them, instead of a branch in each.
 from __future__ import annotations
 
 import inspect
-import warnings
 from functools import wraps
 
 import numpy as np
@@ -22,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._engine.mixed_columns import categorical_mask, warn_few_values
 from .._engine.tree import LatentTree
+from .._engine.user_warnings import collected_warnings
 from .gaussian import GaussianLatentTree
 from .selection import MIN_SPLIT_WEIGHT, TIE_TOL, NoHeldOutRows, held_out_split
 from .sklearn_internals import available_if, check_sample_weight, safe_indexing
@@ -198,9 +198,8 @@ class GaussianFormMixin:
             )
         sample_weight = check_sample_weight(sample_weight, A, dtype=float, ensure_non_negative=True)
         warn_few_values(A, range(A.shape[1]), type(self).__name__, names, sample_weight, True)
-        with warnings.catch_warnings():
-            # said above in this estimator's terms
-            warnings.filterwarnings("ignore", message=".*distinct numbers in", category=UserWarning)
+        # said above in this estimator's terms
+        with collected_warnings("ignore", message=".*distinct numbers in"):
             model = self._gaussian_estimator(tree).fit(A, sample_weight=sample_weight)
         self.gaussian_model_ = model
         self.tree_ = LatentTree(model.tree_.edges, A.shape[1], feature_names=names)
@@ -232,9 +231,8 @@ class GaussianFormMixin:
             "gaussian": clone(self).set_params(hidden="gaussian"),
         }
         scores = {}
-        with warnings.catch_warnings():
-            # the chosen form's fit on every row warns about what concerns the user
-            warnings.simplefilter("ignore")
+        # the chosen form's fit on every row warns about what concerns the user
+        with collected_warnings("ignore"):
             for form, model in forms.items():
                 try:
                     model.fit(X_train, sample_weight=w_train)

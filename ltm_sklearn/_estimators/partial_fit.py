@@ -12,13 +12,11 @@ outlives a batch.
 
 from __future__ import annotations
 
-import warnings
-
 from sklearn.utils import check_random_state
 
 from .._algorithms.leaves import CategoricalLeaves
 from .._engine.encoding import declared_categories
-from .._engine.user_frames import user_stacklevel
+from .._engine.user_warnings import warn
 from .._sources.streaming import RowStatistics
 from .sklearn_internals import check_sample_weight
 from .validation import fitted_state, reset_fitted_state
@@ -81,13 +79,12 @@ class PartialFitMixin:
         """
         first = "_stream" not in self.__dict__
         if first and "tree_" in self.__dict__:
-            warnings.warn(
+            warn(
                 f"This {type(self).__name__} was fitted with fit, which keeps no statistics "
                 "of its rows for partial_fit to add a batch to: the model starts again from "
                 "this batch. Pass every batch, the first one too, to partial_fit, or fit on "
                 "all the rows.",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
         if first:
             self._validate_params()

@@ -3,14 +3,13 @@ parameters from a selectable moment or likelihood method."""
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral
 
 from .._algorithms.hierarchical import fit_hierarchical
 from .._algorithms.spectral import fit_spectral
 from .._algorithms.structure import learn_tree_quartets
 from .._algorithms.tensor import tensor_cpts
-from .._engine.user_frames import user_stacklevel
+from .._engine.user_warnings import warn
 from .base import BaseLatentTree
 from .sklearn_internals import Interval, StrOptions
 from .spectral import ObservableMixin
@@ -210,11 +209,10 @@ class QuartetTreeLearner(ObservableMixin, BaseLatentTree):
 
     def _init_method(self):
         if self.init == "em":
-            warnings.warn(
+            warn(
                 'init="em" was renamed init="tensor" (the tensor decomposition of the '
                 "empirical moments, as LatentTreeEM's); the old name will be removed in 0.3.",
                 FutureWarning,
-                stacklevel=user_stacklevel(),
             )
             return "tensor"
         return self.init

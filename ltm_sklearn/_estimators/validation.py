@@ -3,13 +3,12 @@ and the one way to forget a fit."""
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral
 
 import numpy as np
 import pandas as pd
 
-from .._engine.user_frames import user_stacklevel
+from .._engine.user_warnings import warn
 from .sklearn_internals import check_sample_weight
 
 __all__ = [
@@ -128,12 +127,11 @@ def warn_empty_columns(categories, names=None):
     empty = np.flatnonzero([c is not None and len(c) == 0 for c in categories])
     if empty.size:
         shown = [str(names[j]) if names is not None else int(j) for j in empty[:10]]
-        warnings.warn(
+        warn(
             f"Columns {shown} have no observed value and no declared category: the model "
             "ignores them (a value they hold later counts as an unseen category). Drop "
             "them, or declare their categories.",
             UserWarning,
-            stacklevel=user_stacklevel(),
         )
 
 

@@ -33,8 +33,6 @@ sample ``SAMPLE_ROWS x n_features`` codes.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
@@ -48,7 +46,7 @@ from .._engine.encoding import (
     _normalise_value,
 )
 from .._engine.moments import _MAX_GRAM_WIDTH, MomentEstimator, _gram_sums, _normalise
-from .._engine.user_frames import user_stacklevel
+from .._engine.user_warnings import warn
 
 __all__ = ["RowStatistics", "StatisticsMoments", "SAMPLE_ROWS", "merge_distinct"]
 
@@ -126,12 +124,11 @@ class RowStatistics:
             self.by_text = [{str(v): v for v in values} for values in self.values]
         twin = self.by_text[j].get(str(value))
         if twin is not None and self.lookup[j][_key(twin, j)] < earlier:
-            warnings.warn(
+            warn(
                 f"Column {j}: the value {value!r} ({type(value).__name__}) of this batch "
                 f"matches the category {twin!r} ({type(twin).__name__}) of earlier batches; "
                 "they are two categories. Give the column one type in every batch.",
                 UserWarning,
-                stacklevel=user_stacklevel(),
             )
             return True
         return False
