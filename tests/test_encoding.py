@@ -542,6 +542,16 @@ def test_the_few_numbers_warning_holds_for_the_gaussian_models(make):
     assert about[0].startswith(f"{type(est).__name__}: column 'rating'")
 
 
+def test_a_column_of_many_rare_values_warns_and_one_of_few_does_not():
+    values = np.array([f"z{v:04d}" for v in np.arange(600) % 150], dtype=object)
+    X = np.column_stack([values, np.arange(600) % 3])
+    with pytest.warns(UserWarning, match=r"Column 0 has 150 distinct values in 600 rows \(4.0"):
+        CategoricalEncoder().fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        CategoricalEncoder().fit(np.repeat(values[:150], 5)[:, None])  # 5 rows a value
+
+
 def test_an_identifier_column_warning_names_the_callers_line():
     rng = np.random.default_rng(0)
     X = np.column_stack([np.arange(300), rng.integers(0, 3, 300)])

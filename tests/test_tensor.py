@@ -89,6 +89,23 @@ def test_whiten_and_input_checks():
         tensor_power_method(np.zeros((2, 3, 2)))
 
 
+def test_whiten_of_a_large_moment_reads_the_top_eigenpairs_as_a_full_decomposition():
+    # a view of many categories (a column of 600): its top k eigenpairs by Lanczos
+    rng = np.random.RandomState(0)
+    m, k = 600, 3
+    p = rng.dirichlet(np.ones(m))
+    U = rng.dirichlet(np.ones(m), size=k).T
+    M2 = 0.5 * np.diag(p) + U @ np.diag([0.2, 0.1, 0.05]) @ U.T
+    W = whiten(M2, k)
+    np.testing.assert_allclose(W.T @ M2 @ W, np.eye(k), atol=1e-10)
+    vals, vecs = np.linalg.eigh(M2)
+    full = vecs[:, ::-1][:, :k] / np.sqrt(vals[::-1][:k])
+    np.testing.assert_allclose(np.abs(W), np.abs(full), rtol=1e-8, atol=1e-10)
+    rank_two = U[:, :2] @ U[:, :2].T
+    with pytest.raises(ValueError, match="fewer than 3 positive eigenvalues"):
+        whiten(rank_two, 3)
+
+
 def test_three_view_decomposition_on_exact_moments():
     rng = np.random.RandomState(0)
     k, n = 3, (4, 5, 6)
