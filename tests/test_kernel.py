@@ -2,6 +2,8 @@
 operators,
 the kernel tree metric and KernelLatentTree against exact continuous ground truth."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -413,3 +415,13 @@ def test_hidden_states_are_checked_on_weights_as_on_repeated_rows():
     repeated = est.fit(X).score(X)
     weighted = est.fit(U, sample_weight=counts).score(X)
     assert weighted == pytest.approx(repeated, abs=1e-9)
+
+
+def test_rows_all_identical_fit_the_discrete_form_without_an_error():
+    # one distinct row: nothing to hold out for the choice of the form (the Gaussian
+    # form was fitted on the split's one row and raised about "1 sample(s)")
+    X = np.tile(np.array([[0.5, 1.0, 2.0, 1.5]]), (2000, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the columns of one value each warn
+        est = KernelLatentTree(random_state=0, n_jobs=1).fit(X)
+    assert est.hidden_ == "discrete" and np.isfinite(est.score(X))

@@ -223,6 +223,8 @@ class GaussianFormMixin:
         # the discrete form's own choices on the training part hold out rows again
         if split is None or split.train_weights.sum() < MIN_SPLIT_WEIGHT:
             return None
+        if len(split.train) < 2:  # one distinct row (however heavy): no form to compare
+            return None
         X = X if isinstance(X, pd.DataFrame) else A  # DataFrames keep their names
         X_train, X_val = safe_indexing(X, split.train), safe_indexing(X, split.rows)
         w_train, w_val = split.train_weights, split.weights
