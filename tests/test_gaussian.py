@@ -755,3 +755,16 @@ def test_a_newick_tree_is_a_given_tree():
     edges = GaussianLatentTree(tree=newick.tree_, n_components=1).fit(X)
     assert newick.structure_ == edges.structure_ == "given"
     assert newick.score(X) == pytest.approx(edges.score(X), abs=1e-12)
+
+
+def test_moment_start_lengths_through_the_normal_equations_equal_the_direct_ones(monkeypatch):
+    from ltm_sklearn._algorithms import gaussian
+
+    tree = random_binary_tree(40, random_state=0)
+    X = GaussianLatentTreeModel.random(tree, random_state=0).sample(2000, random_state=1)
+    corr = np.corrcoef(X.T)
+    direct = gaussian.moment_start(tree, corr)  # 780 pairs x 77 edges: the design itself
+    monkeypatch.setattr(gaussian, "_DENSE_LSQ_ENTRIES", 0)
+    normal = gaussian.moment_start(tree, corr)
+    for a, b in zip(direct, normal):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
