@@ -768,3 +768,32 @@ def test_moment_start_lengths_through_the_normal_equations_equal_the_direct_ones
     normal = gaussian.moment_start(tree, corr)
     for a, b in zip(direct, normal):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_box_least_squares_of_a_singular_design_reaches_the_direct_minimum(monkeypatch):
+    # a hidden node of degree two: its two edges lie on the same paths, A^T A is singular
+    import scipy.sparse as sp
+    from scipy.optimize import lsq_linear
+
+    from ltm_sklearn._algorithms import gaussian
+
+    tree = random_binary_tree(30, random_state=0)
+    (u, v), *rest = tree.edges
+    split = LatentTree(rest + [(u, tree.n_nodes), (tree.n_nodes, v)], 30)
+    assert any(split.degree(h) == 2 for h in split.hidden_nodes)
+    X = GaussianLatentTreeModel.random(tree, random_state=0).sample(2000, random_state=1)
+    designs = []
+    monkeypatch.setattr(
+        gaussian,
+        "lsq_linear",
+        lambda A, b, bounds, **kw: designs.append((A, b, bounds)) or lsq_linear(A, b, bounds, **kw),
+    )
+    gaussian.moment_start(split, np.corrcoef(X.T))
+    A, b, bounds = designs[0]
+    direct = lsq_linear(A, b, bounds, method="bvls").x
+    monkeypatch.setattr(gaussian, "_DENSE_LSQ_ENTRIES", 0)
+    normal = gaussian._box_least_squares(sp.csr_matrix(A), b, bounds)
+    assert np.all((normal >= bounds[0]) & (normal <= bounds[1]))
+    np.testing.assert_allclose(
+        np.sum((A @ normal - b) ** 2), np.sum((A @ direct - b) ** 2), rtol=1e-8
+    )

@@ -615,16 +615,20 @@ def _box_least_squares(A, b, bounds):
     ``_DENSE_LSQ_ENTRIES`` entries (6x faster than the iterative solver at 30 columns,
     and a lower residual), beyond on the Cholesky factor ``R`` of ``A^T A`` and ``c``
     with ``R^T c = A^T b`` (``||R x - c||^2`` is ``||A x - b||^2`` up to a constant:
-    the same minimiser, from ``edges x edges`` rows instead of ``pairs x edges``); the
-    iterative solver on the sparse ``A`` when ``A^T A`` is singular."""
+    the same minimiser, from ``edges x edges`` rows instead of ``pairs x edges``)."""
     if A.shape[0] * A.shape[1] <= _DENSE_LSQ_ENTRIES:
         return lsq_linear(A.toarray(), b, bounds, method="bvls").x
-    try:
-        R = cholesky(np.asarray((A.T @ A).todense()))
-    except LinAlgError:
-        return lsq_linear(A, b, bounds).x
-    c = solve_triangular(R, A.T @ b, trans="T")
-    return lsq_linear(R, c, bounds, method="bvls").x
+    gram = np.asarray((A.T @ A).todense())
+    for ridge in (0.0, 1e-10):
+        # two edges on the same paths (a hidden node of degree two) make A^T A singular:
+        # a ridge of 1e-10 of its largest diagonal entry picks one of the minimisers
+        try:
+            R = cholesky(gram + ridge * gram.diagonal().max() * np.eye(len(gram)))
+        except LinAlgError:
+            continue
+        c = solve_triangular(R, A.T @ b, trans="T")
+        return lsq_linear(R, c, bounds, method="bvls").x
+    return lsq_linear(A, b, bounds).x
 
 
 def moment_start(tree, corr):
