@@ -59,7 +59,7 @@ ROWS = ("digits", "gmm-digits", "grid-digits", "truth-k3") + tuple(
 NUMERIC = ("breast cancer", "wine", "wdbc", "magic", "segment", "pima")
 CATEGORICAL = ("breast", "monk2", "car", "lymphography", "contraceptive", "german", "marketing")
 #: the labels of the main table (the digits summary lists every label measured)
-REPORTED = ("before", "float32", "now", "grid", "workers", "states", "rerun", "epyc")
+REPORTED = ("before", "float32", "now", "grid", "workers", "states", "rerun", "epyc", "lsq")
 VS_ROWS = (
     ("spectral-1e5",)
     + tuple(f"gauss-{t}" for t in NUMERIC)
@@ -326,6 +326,7 @@ def report():
         "states": 16,
         "rerun": 17,
         "epyc": 18,
+        "lsq": 19,
     }
     everything = sorted({label for label, _ in parts}, key=lambda s: (order.get(s, 9), s))
     labels = [label for label in everything if label in REPORTED]
@@ -399,6 +400,13 @@ def report():
             "differ, and the ladder's choices are discrete), and the same fits take 2-3x "
             "longer although `machine_probe` reads alike - it runs one thread, and the "
             "difference lies in memory and the two processes. "
+            "`lsq` commit 986c8ba on the machine of `epyc`, in a later session, in which the "
+            "structure check of `structure='me'` fits its edge lengths by non-negative "
+            "least squares (a semismooth Newton method over scipy's `nnls`) instead of "
+            "L-BFGS-B: the same residuals, the same models (run in that session against "
+            "ac99d7b, fit by fit: the digits fit 24.4 / 26.3 s against 27.9 / 23.4 s, with "
+            "`n_jobs=1` 35.9 s against 40.0 s; jester 75.8 s against 89.7 s: the check "
+            "runs beside other work in the two processes). "
             "`moments` and `blocks` ran in "
             "one session, interleaved row by row, and `float32` right after them; the "
             "other cells come from earlier sessions (the "
