@@ -23,6 +23,15 @@ def _blas_threads():
     return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
 
+def _in_two_threads(run):
+    """``run(0)`` and ``run(1)`` in two threads at once, joined."""
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def _data(n=20_000):
     tree = balanced_binary_tree(8)
     return tree, LatentTreeModel.random(tree, 2, 2, random_state=0).sample(n, random_state=1)
@@ -42,11 +51,7 @@ def test_fits_in_two_threads_at_once_leave_blas_threads_as_they_were_and_fit_the
         def run(seed, scores=scores):
             scores[seed] = fit(seed).score(X)
 
-        threads = [threading.Thread(target=run, args=(seed,)) for seed in (0, 1)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _in_two_threads(run)
         # each call restoring the count it found let the second thread restore the
         # first one's limit of 1 (a leaked limit: BLAS on one thread for good)
         assert _blas_threads() == before
@@ -63,11 +68,7 @@ def test_gaussian_fits_in_two_threads_at_once_leave_blas_threads_as_they_were():
     def run(seed):
         scores[seed] = GaussianLatentTree(random_state=seed).fit(X).score(X)
 
-    threads = [threading.Thread(target=run, args=(seed,)) for seed in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _in_two_threads(run)
     # its k-means start limited BLAS for its own call
     assert _blas_threads() == before
     assert [scores[0], scores[1]] == alone
@@ -150,11 +151,7 @@ def test_classifier_fits_in_two_threads_at_once_warn_each_and_leave_the_filters(
                 except Exception as e:  # pragma: no cover - reported below
                     errors.append(e)
 
-            threads = [threading.Thread(target=fit, args=(seed,)) for seed in (0, 1)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            _in_two_threads(fit)
         assert not errors
         # each fit issues its warning about the column once; with warnings.catch_warnings
         # in each fit the two swapped the process's filters and lost or kept records

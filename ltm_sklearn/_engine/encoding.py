@@ -201,7 +201,7 @@ class CategoricalEncoder:
         ]
         if matches:
             names = getattr(self, "_feature_names", None)
-            name = repr(str(names[j])) if names is not None else str(j)
+            name = _column_name(j, names)
             (new, old), *_ = matches
             warn(
                 f"Column {name}: {share:.0%} of its entries are "
@@ -282,12 +282,17 @@ _RARE_ROWS = 5
 _RETYPED_SHARE = 0.5
 
 
+def _column_name(j, feature_names=None):
+    """How a warning or an error names column ``j``: its name quoted, or its index."""
+    return repr(str(feature_names[j])) if feature_names is not None else str(j)
+
+
 def _warn_if_identifier(inverse, n_values, j, feature_names=None):
     """Warn when a column to be encoded has a distinct value in (almost) every row: as
     categories it tells nothing about the other columns, and costs a category per row."""
     n_observed = int(np.count_nonzero(np.asarray(inverse) >= 0))
     if n_observed >= _ID_MIN_ROWS and n_values >= _ID_SHARE * n_observed:
-        name = repr(str(feature_names[j])) if feature_names is not None else str(j)
+        name = _column_name(j, feature_names)
         warn(
             f"Column {name} has {n_values} distinct values in {n_observed} rows: like a row "
             "identifier it tells nothing about the other columns, and it becomes one "
@@ -304,7 +309,7 @@ def _warn_if_rare_values(inverse, n_values, j, feature_names=None):
     its categories cannot be estimated, and each adds to the cost of a fit."""
     n_observed = int(np.count_nonzero(np.asarray(inverse) >= 0))
     if n_values >= _RARE_MIN_VALUES and n_observed < _RARE_ROWS * n_values:
-        name = repr(str(feature_names[j])) if feature_names is not None else str(j)
+        name = _column_name(j, feature_names)
         warn(
             f"Column {name} has {n_values} distinct values in {n_observed} rows "
             f"({n_observed / n_values:.1f} rows a value): most of its categories are too "
@@ -325,7 +330,7 @@ def _warn_if_many_numbers(cats, j, feature_names=None):
         return False
     whole = sum(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in cats)
     if 2 * whole > len(cats):
-        name = repr(str(feature_names[j])) if feature_names is not None else str(j)
+        name = _column_name(j, feature_names)
         warn(
             f"Column {name} has {len(cats)} distinct whole numbers, each of which becomes a "
             "category of its own (no order, nothing shared between neighbouring values). "
@@ -343,7 +348,7 @@ def _check_not_continuous(cats, j, feature_names=None):
         return
     fractional = sum(_is_fractional(v) for v in cats)
     if 2 * fractional > len(cats):
-        name = repr(str(feature_names[j])) if feature_names is not None else str(j)
+        name = _column_name(j, feature_names)
         raise ContinuousColumnError(
             f"Column {name} looks continuous ({len(cats)} distinct values, {fractional} "
             "of them fractional numbers, or text that reads as one): the categorical estimators "
