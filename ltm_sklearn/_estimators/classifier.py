@@ -742,10 +742,10 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         order. The first is fitted here, and the others side by side in worker processes
         when ``n_jobs`` allows several and they are worth them, as long as the first took
         (:func:`~ltm_sklearn._engine.workers.worth_workers`); each fit is seeded alike
-        wherever it runs, so the models are the same. Their warnings are silenced: the
-        final models' fits on every row warn about what concerns the user. ``record``:
-        ``(model, warnings)`` pairs instead, for fits that may become the final models
-        (:func:`_replay`)."""
+        wherever it runs, so the models are the same. The package's warnings in them are
+        dropped: the final models' fits on every row warn about what concerns the user.
+        ``record``: ``(model, warnings)`` pairs instead, for fits that may become the
+        final models (:func:`_replay`)."""
         if not jobs:
             return []
         start = time.perf_counter()
@@ -1075,10 +1075,10 @@ def _states_for_rows(k, n_rows):
 
 def _fit_class_model(est, X, sample_weight, label, quiet=False, record=False, trial=False):
     """``est`` fitted on the rows ``X`` of class ``label`` (an error names the class;
-    ``quiet``: without warnings). ``record``: ``(est, warnings)`` with the warnings of
-    the fit as ``(message, category)`` pairs, for :func:`_replay`. ``trial``: a fit to
-    score and drop, which keeps nothing that only a reader of the model uses
-    (:func:`_as_trial`)."""
+    ``quiet``: without the package's warnings). ``record``: ``(est, warnings)`` with
+    the package's warnings of the fit as ``(message, category)`` pairs, for
+    :func:`_replay`. ``trial``: a fit to score and drop, which keeps nothing that only a
+    reader of the model uses (:func:`_as_trial`)."""
     if trial:
         _as_trial(est)
     try:
