@@ -639,22 +639,28 @@ def test_code_evidence_keeps_small_blocks_between_passes(monkeypatch):
             np.testing.assert_array_equal(first[2][u], b[2][u])
 
 
+@pytest.mark.parametrize("softening", [0.0, 0.05])
 @pytest.mark.parametrize("k", [2, 6])
-def test_batched_leaf_messages_and_counts_equal_the_per_leaf_ones(k):
-    # leaves of 2, 3 and 20 categories: batched by shape, or gathered one by one (20)
+def test_batched_leaf_messages_and_counts_equal_the_per_leaf_ones(k, softening):
+    # leaves of 2, 3 and 20 categories: batched by shape in products with indicators, or
+    # (20) gathered and summed by category for all the leaves of the shape at once
     rng = np.random.default_rng(0)
     n_states = np.array([2, 3, 20, 3, 2, 20, 3, 2])
     n = 500
     codes = np.stack([rng.integers(0, c, n) for c in n_states])
     codes[rng.random(codes.shape) < 0.1] = -1  # missing
     codes[rng.random(codes.shape) < 0.05] = -2  # unseen
-    ev = CodeEvidence(codes, n_states, unseen_proba=np.full(8, 0.01))
+    ev = CodeEvidence(codes, n_states, unseen_proba=np.full(8, 0.01), softening=softening)
     cpts = {u: rng.dirichlet(np.ones(c), size=k) for u, c in enumerate(n_states)}
     q = {u: rng.random((k, n)) for u in cpts}
     for c in (2, 3, 20):  # one shape of table at a time, stacked
         nodes = [u for u in cpts if n_states[u] == c]
         tables = np.stack([cpts[u] for u in nodes])
         msgs = ev.leaf_messages(nodes, tables)
+        # into a given array, as the passes write their pools (a strided one too)
+        into = np.full((len(nodes), k, 2 * n), np.nan)
+        assert ev.leaf_messages(nodes, tables, out=into[:, :, ::2]) is not None
+        np.testing.assert_array_equal(into[:, :, ::2], msgs)
         counts = ev.leaf_counts_of(nodes, tables, np.stack([q[u] for u in nodes]), msgs)
         for i, u in enumerate(nodes):
             np.testing.assert_allclose(msgs[i], ev.message(u, cpts[u]), rtol=1e-12)
