@@ -41,7 +41,7 @@ from scipy.special import logsumexp
 
 from .._engine.threads import single_threaded
 from .._engine.tree import LatentTree
-from .structure.chow_liu import spanning_tree_edges
+from .structure.chow_liu import minimum_spanning_edges, spanning_tree_edges
 from .structure.distances import pairwise_correlation
 
 __all__ = [
@@ -974,7 +974,7 @@ def chow_liu_from_statistics(total, s1, s2, previous=None):
     np.fill_diagonal(info, 0.0)
     # the edges alone first: most M-steps keep the structure, and building a tree costs
     # more than finding its edges
-    edges = spanning_tree_edges(info.max() - info)
+    edges = minimum_spanning_edges(info.max() - info)  # symmetric by construction
     if previous is not None and edges == previous.edges:
         return previous
     names = None if previous is None else previous.feature_names
