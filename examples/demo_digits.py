@@ -7,7 +7,9 @@ categorical with at most 3 states. The demo
    ``n_hidden_states="auto"``: the structure (six candidates), the number of hidden
    states k', the averaged fits and the states each hidden node keeps chosen inside
    ``fit`` on held-out training rows,
-2. picks k' the scikit-learn way too, by 5-fold cross-validated held-out likelihood,
+2. picks k' the scikit-learn way too, by 5-fold cross-validated held-out likelihood
+   (on the hidden Chow-Liu tree, a hidden node over every pixel: from k' = 2 on it
+   scores higher on held-out rows than a neighbor-joining tree, and fits faster),
 3. classifies digits (``LatentTreeClassifier``: one latent tree model per class + the
    class prior, pooled with one tree over the pixels and the digit), next to a naive
    Bayes baseline on the same pixels.
@@ -55,13 +57,13 @@ def main():
     )
 
     grid = GridSearchCV(
-        SpectralLatentTree(structure="nj", random_state=0),
+        SpectralLatentTree(structure="hclt", random_state=0),
         {"n_hidden_states": [1, 2, 3, 4]},
         cv=5,
         n_jobs=-1,  # the 20 fits side by side on every core
     )
     grid.fit(X_train)
-    print("\n2. Choosing k' by 5-fold held-out log-likelihood (neighbor-joining tree)\n")
+    print("\n2. Choosing k' by 5-fold held-out log-likelihood (hidden Chow-Liu tree)\n")
     print("| k' | mean held-out log-lik (nats/row) |")
     print("|---|---|")
     for k, s in zip(grid.cv_results_["param_n_hidden_states"], grid.cv_results_["mean_test_score"]):
@@ -75,7 +77,7 @@ def main():
     for name, model in [
         (
             f"LatentTreeClassifier(SpectralLatentTree(k'={best_k}))",
-            LatentTreeClassifier(SpectralLatentTree(best_k, structure="nj", random_state=0)),
+            LatentTreeClassifier(SpectralLatentTree(best_k, structure="hclt", random_state=0)),
         ),
         ("CategoricalNB (independent pixels)", CategoricalNB(min_categories=3)),
     ]:
