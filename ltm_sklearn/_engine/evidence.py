@@ -28,7 +28,8 @@ BLOCK_ROWS = 16384
 #: entries (rows x categories, summed over the columns) up to which an evidence keeps
 #: its blocks, and their indicator matrices, from one pass to the next (EM passes over
 #: the same rows hundreds of times; rebuilding the indicators took a third of an E-step
-#: at k' = 4 on 8,258 rows x 69 binary columns)
+#: at k' = 4 on 8,258 rows x 69 binary columns); a column too wide for the indicators
+#: keeps its flat positions instead, ``k'`` integers a row (fewer than its categories)
 _KEEP_BLOCKS = 1 << 25
 #: a leaf's table joins the batched product with the indicators up to this many columns
 #: (or ``k'``, when larger)
@@ -203,7 +204,7 @@ class CodeEvidence:
         flat = self._flat_codes(leaves, tables.shape[1])
         if out is None:
             return np.take(augmented.reshape(-1), flat)
-        if out.flags.c_contiguous:
+        if out.flags.c_contiguous and out.dtype == augmented.dtype:
             return np.take(augmented.reshape(-1), flat, out=out)
         out[...] = np.take(augmented.reshape(-1), flat)
         return out
