@@ -7,8 +7,10 @@ import pandas as pd
 import pytest
 
 from ltm_sklearn import (
+    GaussianLatentTree,
     HierarchicalTensorLTM,
     KernelLatentTree,
+    LatentTreeClassifier,
     LatentTreeEM,
     QuartetTreeLearner,
     SpectralLatentTree,
@@ -297,6 +299,11 @@ def test_dask_input_errors(client):
         SpectralLatentTree().fit(X, sample_weight=np.ones(10))
     with pytest.raises(TypeError, match="Dask"):
         KernelLatentTree().fit(X)
+    # the estimators that fit rows in memory say so (the classifier read a frame as an
+    # array and lost its column names; the Gaussian tree's message spoke of queries)
+    for est in (GaussianLatentTree(), LatentTreeClassifier()):
+        with pytest.raises(TypeError, match=r"\.fit reads rows in memory, not a Dask"):
+            est.fit(X, np.zeros(10) if isinstance(est, LatentTreeClassifier) else None)
 
 
 @pytest.mark.parametrize("Est", [SpectralLatentTree, HierarchicalTensorLTM, QuartetTreeLearner])

@@ -133,7 +133,9 @@ def categorical_mask(X, categorical_features="from_dtype"):
 def column_scales(X, sample_weight=None):
     """Weighted mean and standard deviation of every column over its observed entries
     (NaN missing, rows of zero weight left out), computed without overflow for any
-    magnitude.
+    magnitude, and on the column's distinct values with their summed weights: the same
+    numbers, to the last bit, in any order of the rows and for integer weights as for
+    repeated rows.
 
     A column without observed entries, or constant to within ``1e-12`` of its mean (a
     relative test: columns of any magnitude, 1e-200 or 1e200, are scaled alike), gets
@@ -150,7 +152,11 @@ def column_scales(X, sample_weight=None):
         obs = ~np.isnan(X[:, j]) & (w > 0)
         if not obs.any():
             continue
-        x, wj = X[obs, j], w[obs]
+        # the column's distinct values, sorted, with their summed weights: the same sums
+        # in any order of the rows, and for a row of integer weight w as for w copies of
+        # it (ties between bump centres in the kernel leaves flipped on the last bit)
+        x, inverse = np.unique(X[obs, j], return_inverse=True)
+        wj = np.bincount(inverse.reshape(-1), weights=w[obs], minlength=x.size)
         big = np.max(np.abs(x))
         if big == 0:
             continue

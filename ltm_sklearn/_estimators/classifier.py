@@ -356,6 +356,8 @@ class LatentTreeClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     def _fit(self, X, y, sample_weight):
         reset_fitted_state(self)
+        # its class models are fitted on rows of X in memory
+        refuse_dask(X, type(self).__name__, in_fit=True)
         declared = declared_categories(X)
         if isinstance(X, pd.DataFrame):
             validate_data(self, X, skip_check_array=True)

@@ -275,7 +275,7 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate_X(self, X, reset):
-        refuse_dask(X, type(self).__name__)
+        refuse_dask(X, type(self).__name__, in_fit=reset)
         check_unique_columns(X)
         check_frame_dtypes(X, "biuf", type(self).__name__)
         X = validate_data(
@@ -710,14 +710,23 @@ class GaussianLatentTree(DensityMixin, BaseEstimator):
 def _kmeans_start(starts, Z, sw, k, seed):
     """The k-means labels that start the fits of ``k`` components (shared by the
     candidate structures), cached in ``starts``; on one thread, so that they do not
-    depend on the machine's threads."""
+    depend on the machine's threads. The k-means runs on the distinct rows (missing
+    entries read as 0), in lexicographic order, with their summed weights: the rows in
+    any order, or a row of integer weight ``w`` in place of ``w`` copies of it, give the
+    same labels (k-means++ drew other centres from the same rows otherwise: on wine the
+    shuffled rows chose other margins and a tree 1.3 nats per row lower)."""
     if k > 1 and k not in starts:
+        rows, inverse = np.unique(np.nan_to_num(Z) + 0.0, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        if len(rows) <= k:  # every distinct row a cluster of its own
+            starts[k] = inverse
+            return
+        weights = np.bincount(inverse, weights=sw, minlength=len(rows))
         # BLAS through the shared limit of the passes (a limit of this call's own, in
         # two fits in two threads at once, left BLAS on one thread for good)
         with single_threaded_blas(), threadpool_limits(limits=1, user_api="openmp"):
-            starts[k] = KMeans(k, n_init=1, random_state=seed).fit_predict(
-                np.nan_to_num(Z), sample_weight=sw
-            )
+            labels = KMeans(k, n_init=1, random_state=seed).fit_predict(rows, sample_weight=weights)
+        starts[k] = labels[inverse]
 
 
 def _walk(est, structure, name, ks, cached, reference, Z, sw, starts, seed, offset):

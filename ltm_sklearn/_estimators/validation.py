@@ -62,17 +62,25 @@ def is_dask_collection(X):
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "to_delayed")
 
 
-def refuse_dask(X, estimator):
+def refuse_dask(X, estimator, in_fit=False):
     """A clear error for a Dask collection where the estimator reads rows in memory
-    (scores, queries, ``partial_fit``): read as an array it would lose its column names
+    (scores, queries, ``partial_fit``; with ``in_fit``, the fit of an estimator that
+    reads no Dask collection at all): read as an array it would lose its column names
     (a frame with its columns in another order would be scored unchecked) and be pulled
     into this process whole."""
-    if is_dask_collection(X):
+    if not is_dask_collection(X):
+        return
+    if in_fit:
         raise TypeError(
-            f"{estimator} reads a Dask collection in fit only (its moments in passes over "
-            "the partitions). Here it reads rows in memory: compute them first (e.g. "
-            "X.compute(), or one partition at a time: X.partitions[i].compute())."
+            f"{estimator}.fit reads rows in memory, not a Dask collection (the discrete "
+            "estimators fit on one, in passes over its partitions): compute it first "
+            "(e.g. X.compute(), or a sample of it)."
         )
+    raise TypeError(
+        f"{estimator} reads a Dask collection in fit only (its moments in passes over "
+        "the partitions). Here it reads rows in memory: compute them first (e.g. "
+        "X.compute(), or one partition at a time: X.partitions[i].compute())."
+    )
 
 
 def target_index(estimator, target):
