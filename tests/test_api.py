@@ -49,14 +49,10 @@ SLOW_ESTIMATORS = [
     SpectralLatentTree(n_hidden_states="auto", random_state=0),
     LatentTreeClassifier(model="select", random_state=0),
 ]
-# Expected failures, each with its reason (the goal is none).
-EXPECTED_FAILED = {
-    # predict_proba (the latent-class posterior) of the kernel model: its bandwidth
-    # selection and landmarks read rows, not weights, so a weighted fit and a fit on
-    # repeated rows differ slightly (the discrete estimators hold out rows by a hash of
-    # the rows and their copies and pass)
-    "check_sample_weight_equivalence_on_dense_data": "kernel leaves read rows, not weights",
-}
+# Expected failures, each with its reason (the goal is none). The kernel model's weight
+# check passes: its column scales, landmarks and bandwidth choice read the distinct
+# values with their summed weights, and its held-out rows are keyed on the values.
+EXPECTED_FAILED = {}
 
 
 # The Gaussian form models numbers only: an object column holding a non-number is a
