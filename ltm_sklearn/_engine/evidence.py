@@ -242,7 +242,7 @@ class CodeEvidence:
         code each row reads, for leaves of ``n_u`` states: one ``bincount`` over every
         leaf and state (one per leaf and state cost as much as the rest of an E-step on
         a 13-column table of 7-9 categories a column at ``k' = 8``). Each sum adds its
-        rows in their order, in float64, as :meth:`_category_sums` does."""
+        rows in their order, in float64."""
         n_leaves, k, _ = q.shape
         size = n_leaves * k * (int(self.n_states[leaves[0]]) + 2)
         flat = self._flat_codes(leaves, k)
@@ -254,9 +254,8 @@ class CodeEvidence:
         onehot = self._onehots.get((u, np.dtype(q.dtype)))
         if onehot is not None:  # built by the upward pass: a product with it
             return q @ onehot.T
-        # more categories than states: sums per category, one pass per state
-        n, index = int(self.n_states[u]), self.index[u]
-        return np.stack([np.bincount(index, weights=row, minlength=n + 2) for row in q])
+        # more categories than states: sums per category, as for stacked leaves
+        return self._scattered_sums([u], np.asarray(q)[None])[0]
 
     def evidence(self, u, dtype=np.float64):
         table = np.eye(int(self.n_states[u]), dtype=dtype)
